@@ -1,0 +1,43 @@
+# The two set-up commands of the README:
+#   make demo   - create .venv if missing, install srifty, plan the bundled example
+#   make test   - create .venv if missing, install srifty with torch and dev tools, lint, run every test
+# Both work on a fresh machine. torch is pinned in pyproject.toml (see docs/architecture.md).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DEMO_SPEC ?= examples/case6-inception.yaml
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# Core install: enough to plan with the bundled profiles and network model.
+$(VENV)/.stamp-core: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+# Everything: torch (profiling, probes, DDP), transformers, and the dev tools.
+$(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[torch,dev]'
+	touch $@ $(VENV)/.stamp-core
+
+demo: $(VENV)/.stamp-core
+	$(BIN)/srifty plan $(DEMO_SPEC)
+
+lint: $(VENV)/.stamp-dev
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest -n 2 --timeout 600 $(PYTEST_ARGS)
+
+unit: $(VENV)/.stamp-dev
+	$(BIN)/python -m pytest -n 2 -m "not slow" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

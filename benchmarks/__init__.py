@@ -1,0 +1,1 @@
+"""Benchmarks: each script measures something and writes its section of BENCHMARKS.md."""

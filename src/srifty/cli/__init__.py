@@ -1,0 +1,1 @@
+"""The srifty command line (Typer + Rich)."""

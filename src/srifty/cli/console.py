@@ -1,0 +1,24 @@
+"""Shared Rich consoles: results on stdout, errors and progress on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rich.console import Console
+
+# Rich assumes 80 columns when output is not a terminal; tables of VM types need more to stay legible.
+_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+
+out = Console(highlight=False, width=_WIDTH)
+err = Console(stderr=True, highlight=False, width=_WIDTH)
+
+
+def fmt_usd(value: float | None) -> str:
+    """``$1.234`` or an em dash."""
+    return "—" if value is None else f"${value:,.3f}"
+
+
+def fmt_opt(value: float | None, spec: str = ".1f") -> str:
+    """A number in ``spec`` format, or an em dash for ``None``."""
+    return "—" if value is None else format(value, spec)

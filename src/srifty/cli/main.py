@@ -1,0 +1,124 @@
+"""The `srifty` command line: a thin shell over the Python API, one subcommand per pipeline stage.
+
+User mistakes (:class:`~srifty.errors.SriftyError`) print one paragraph and exit with code 2; ``--debug``
+shows the traceback as well. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from srifty import __version__
+from srifty.cli import catalog_cmd
+from srifty.cli.console import err
+from srifty.errors import NotBuiltYetError, SriftyError
+
+EXIT_USER_ERROR = 2
+EXIT_NOT_BUILT = 3
+
+app = typer.Typer(
+    name="srifty",
+    help="Choose cloud VMs for distributed PyTorch training within a deadline and budget.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(catalog_cmd.app, name="catalog")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"srifty {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """srifty: which VMs to rent, how many, spot or on-demand, and what batch per VM."""
+
+
+def _not_built(command: str, issue: int) -> None:
+    raise NotBuiltYetError(f"`srifty {command}` is not implemented yet (tracked in issue #{issue}).")
+
+
+@app.command()
+def plan(spec: Annotated[Path, typer.Argument(help="Job spec YAML.")]) -> None:
+    """Plan the cheapest or fastest VM configuration for a job spec."""
+    from srifty.spec import load_spec
+
+    load_spec(spec)
+    _not_built("plan", 6)
+
+
+@app.command()
+def profile() -> None:
+    """Profile a PyTorch model's compute latency and memory."""
+    _not_built("profile", 3)
+
+
+@app.command()
+def probe() -> None:
+    """Measure allreduce bus bandwidth with torch.distributed."""
+    _not_built("probe", 4)
+
+
+@app.command("fit-net")
+def fit_net() -> None:
+    """Fit the bus-bandwidth model from probe files."""
+    _not_built("fit-net", 4)
+
+
+@app.command()
+def simulate() -> None:
+    """Predict the iteration time of one configuration."""
+    _not_built("simulate", 5)
+
+
+@app.command("run")
+def run_job() -> None:
+    """Run training and re-plan while it runs."""
+    _not_built("run", 9)
+
+
+@app.command("eval")
+def evaluate() -> None:
+    """Evaluate plans against baselines on the emulated cloud."""
+    _not_built("eval", 8)
+
+
+@app.command()
+def report() -> None:
+    """Write an HTML report of a plan or an evaluation."""
+    _not_built("report", 8)
+
+
+def run(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: run the CLI and turn user errors into exit code 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        # Standalone mode: usage errors and --help exit inside Typer, with its own messages and codes.
+        app(args=args, prog_name="srifty")
+    except NotBuiltYetError as error:
+        err.print(f"[yellow]not implemented yet:[/yellow] {error}")
+        sys.exit(EXIT_NOT_BUILT)
+    except SriftyError as error:
+        if debug:
+            traceback.print_exc()
+        err.print(f"[bold red]error:[/bold red] {error}", soft_wrap=True)
+        sys.exit(EXIT_USER_ERROR)
+
+
+if __name__ == "__main__":
+    run()

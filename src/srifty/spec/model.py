@@ -1,0 +1,161 @@
+"""The job spec: what the user asks for. Validated at the edge; unknown keys are rejected.
+
+A spec says which model to train, with what global batch and for how many iterations, what to optimise
+(``min_time`` or ``min_cost``) under which deadline and budget, and which instance types (with market and
+quota) may be rented. Units are in the field names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+SPEC_SCHEMA_VERSION = 1
+
+Goal = Literal["min_time", "min_cost"]
+Precision = Literal["fp32", "bf16"]
+
+# Paper (section "Continual Optimization", evaluation): EC2 launch expected 150 s, EBS detach 5 s.
+DEFAULT_VM_LAUNCH_S = 150.0
+DEFAULT_CHECKPOINT_RESTORE_S = 5.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class ModelSpec(_Strict):
+    """Which network to train, and where its compute profiles come from.
+
+    ``name`` is a model the profiler knows: a torchvision name (``resnet50``), a Hugging Face config
+    (``hf:bert-base``) or the user's ``package.module:factory``. ``profiles`` are measured or estimated
+    profile files (one per GPU type), relative to the spec file; without them the bundled profiles for
+    ``name`` are used.
+    """
+
+    name: str | None = Field(default=None, min_length=1)
+    precision: Precision = "fp32"
+    seq_len: PositiveInt | None = None
+    profiles: tuple[Path, ...] = ()
+
+    @model_validator(mode="after")
+    def _needs_name_or_profiles(self) -> ModelSpec:
+        if self.name is None and not self.profiles:
+            raise ValueError("model needs a `name` (for example resnet50) or a list of `profiles` files")
+        return self
+
+
+class CandidateSpec(_Strict):
+    """One instance type the planner may rent, on one market, at most ``quota`` VMs of it."""
+
+    instance_type: str = Field(min_length=1)
+    market: Literal["spot", "on_demand"] = "on_demand"
+    quota: PositiveInt
+    zone: str | None = None
+
+
+class OverheadSpec(_Strict):
+    """Fixed costs of (re)starting a configuration, in seconds."""
+
+    vm_launch_s: float = Field(default=DEFAULT_VM_LAUNCH_S, ge=0)
+    checkpoint_restore_s: float = Field(default=DEFAULT_CHECKPOINT_RESTORE_S, ge=0)
+
+
+class JobSpec(_Strict):
+    """A distributed training job and the constraints it must be planned under."""
+
+    schema_version: Literal[1] = 1
+    name: str | None = None
+    description: str | None = None
+    model: ModelSpec
+    global_batch: PositiveInt
+    iterations: PositiveInt
+    goal: Goal
+    deadline_s: PositiveFloat | None = None
+    budget_usd: PositiveFloat | None = None
+    cloud: Literal["aws", "gcp", "azure"] = "aws"
+    region: str = Field(min_length=1)
+    candidates: tuple[CandidateSpec, ...] = Field(min_length=1)
+    overheads: OverheadSpec = OverheadSpec()
+    network_model: Path | None = None
+    seed: int = 0
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_shorthand(cls, value: Any) -> Any:
+        # `model: resnet50` is shorthand for `model: {name: resnet50}`.
+        return {"name": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _candidates_distinct(self) -> JobSpec:
+        seen: set[tuple[str, str]] = set()
+        for cand in self.candidates:
+            key = (cand.instance_type, cand.market)
+            if key in seen:
+                raise ValueError(
+                    f"candidate {cand.instance_type} ({cand.market}) is listed twice; "
+                    "merge the entries into one with the total quota"
+                )
+            seen.add(key)
+        return self
+
+    def resolve_paths(self, base: Path) -> JobSpec:
+        """A copy whose relative file paths are resolved against ``base`` (the spec's folder)."""
+        profiles = tuple(p if p.is_absolute() else base / p for p in self.model.profiles)
+        net = self.network_model
+        if net is not None and not net.is_absolute():
+            net = base / net
+        return self.model_copy(
+            update={"model": self.model.model_copy(update={"profiles": profiles}), "network_model": net}
+        )
+
+
+# What each field must be, for error messages ("global_batch must be a positive integer, got -3").
+FIELD_EXPECTATIONS: dict[str, str] = {
+    "schema_version": "1",
+    "name": "a string",
+    "description": "a string",
+    "model": "a model name (for example resnet50) or a mapping with `name` and/or `profiles`",
+    "model.name": "a non-empty model name: a torchvision name, hf:<config> or package.module:factory",
+    "model.precision": "one of 'fp32', 'bf16'",
+    "model.seq_len": "a positive integer (tokens per sample)",
+    "model.profiles": "a list of profile file paths",
+    "global_batch": "a positive integer (samples per iteration across all GPUs)",
+    "iterations": "a positive integer",
+    "goal": "one of 'min_time', 'min_cost'",
+    "deadline_s": "a positive number of seconds, or absent",
+    "budget_usd": "a positive number of US dollars, or absent",
+    "cloud": "one of 'aws', 'gcp', 'azure'",
+    "region": "a region name such as us-east-1",
+    "candidates": "a non-empty list of {instance_type, market, quota}",
+    "candidates.instance_type": "an instance type name from the catalog, such as g4dn.8xlarge",
+    "candidates.market": "one of 'spot', 'on_demand'",
+    "candidates.quota": "a positive integer (the most VMs of this type you may rent)",
+    "candidates.zone": "an availability zone name",
+    "overheads": "a mapping with vm_launch_s and checkpoint_restore_s",
+    "overheads.vm_launch_s": "a number of seconds >= 0",
+    "overheads.checkpoint_restore_s": "a number of seconds >= 0",
+    "network_model": "a path to a bandwidth model file",
+    "seed": "an integer",
+}
+
+REQUIRED_EXAMPLES: dict[str, str] = {
+    "model": "model: resnet50",
+    "global_batch": "global_batch: 1024",
+    "iterations": "iterations: 1000",
+    "goal": "goal: min_time",
+    "region": "region: us-east-1",
+    "candidates": "candidates: [{instance_type: g4dn.8xlarge, market: spot, quota: 16}]",
+    "candidates.instance_type": "instance_type: g4dn.8xlarge",
+    "candidates.quota": "quota: 16",
+}

@@ -1,0 +1,38 @@
+"""The one place where units are converted. Internally srifty uses seconds, bytes, bytes/s and USD.
+
+Network ratings are in decimal gigabits per second (1 Gbps = 1e9 bit/s), as the clouds rate them; memory
+sizes are binary (1 GiB = 2**30 bytes, 1 MiB = 2**20 bytes).
+"""
+
+from __future__ import annotations
+
+BITS_PER_BYTE = 8
+BYTES_PER_MIB = 2**20
+BYTES_PER_GIB = 2**30
+SECONDS_PER_HOUR = 3600.0
+MS_PER_S = 1000.0
+
+
+def gbps_to_bytes_per_s(gbps: float) -> float:
+    """Decimal gigabits per second to bytes per second."""
+    return gbps * 1e9 / BITS_PER_BYTE
+
+
+def bytes_per_s_to_gbps(bytes_per_s: float) -> float:
+    """Bytes per second to decimal gigabits per second."""
+    return bytes_per_s * BITS_PER_BYTE / 1e9
+
+
+def gib_to_bytes(gib: float) -> int:
+    """Binary gibibytes to bytes."""
+    return round(gib * BYTES_PER_GIB)
+
+
+def mib_to_bytes(mib: float) -> int:
+    """Binary mebibytes to bytes."""
+    return round(mib * BYTES_PER_MIB)
+
+
+def usd_for(usd_per_hour: float, seconds: float) -> float:
+    """Cost in USD of running something priced per hour for ``seconds``."""
+    return usd_per_hour * seconds / SECONDS_PER_HOUR

@@ -1,0 +1,25 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run the srifty CLI in-process; returns (exit_code, stdout, stderr)."""
+    from srifty.cli.main import run
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as exc:
+            run(list(args))
+        captured = capsys.readouterr()
+        code = exc.value.code
+        return (code if isinstance(code, int) else (0 if code is None else 1)), captured.out, captured.err
+
+    return invoke
