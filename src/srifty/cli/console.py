@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from rich.console import Console
 
-# Rich assumes 80 columns when output is not a terminal; tables of VM types need more to stay legible.
-_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+# Rich assumes 80 columns when output is not a terminal (or takes COLUMNS, which test runners set to 80);
+# tables of VM types need more to stay legible when piped to a file.
+_WIDTH = None if sys.stdout.isatty() else 160
 
 out = Console(highlight=False, width=_WIDTH)
 err = Console(stderr=True, highlight=False, width=_WIDTH)
