@@ -6,6 +6,8 @@ sizes are binary (1 GiB = 2**30 bytes, 1 MiB = 2**20 bytes).
 
 from __future__ import annotations
 
+import re
+
 BITS_PER_BYTE = 8
 BYTES_PER_MIB = 2**20
 BYTES_PER_GIB = 2**30
@@ -36,3 +38,19 @@ def mib_to_bytes(mib: float) -> int:
 def usd_for(usd_per_hour: float, seconds: float) -> float:
     """Cost in USD of running something priced per hour for ``seconds``."""
     return usd_per_hour * seconds / SECONDS_PER_HOUR
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(I?B?)\s*$", re.IGNORECASE)
+
+
+def parse_bytes(text: str) -> int:
+    """Parse a size such as ``"8GiB"``, ``"512M"``, ``"1.5G"`` or ``"1048576"`` into bytes (binary units).
+
+    Raises:
+        ValueError: the text is not a size.
+    """
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"'{text}' is not a size; write it like 8GiB, 512MiB or 1048576")
+    number, prefix = float(match.group(1)), match.group(2).upper()
+    return int(number * 1024 ** " KMGT".index(prefix or " "))

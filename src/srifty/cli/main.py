@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd
+from srifty.cli import catalog_cmd, profile_cmd
 from srifty.cli.console import err
 from srifty.errors import NotBuiltYetError, SriftyError
 
@@ -30,6 +30,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(catalog_cmd.app, name="catalog")
+app.add_typer(profile_cmd.app, name="profile")
 
 
 def _version(value: bool) -> None:
@@ -59,12 +60,6 @@ def plan(spec: Annotated[Path, typer.Argument(help="Job spec YAML.")]) -> None:
 
     load_spec(spec)
     _not_built("plan", 6)
-
-
-@app.command()
-def profile() -> None:
-    """Profile a PyTorch model's compute latency and memory."""
-    _not_built("profile", 3)
 
 
 @app.command()

@@ -1,0 +1,42 @@
+"""Helpers shared by the benchmark scripts: machine description and BENCHMARKS.md section updates."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+from srifty.artifacts import atomic_write_text
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+
+
+def machine_description() -> str:
+    """One line naming the machine: CPU model, cores, memory, OS, and the git commit measured."""
+    from srifty.compute.device import available_memory_bytes, cpu_model_name
+
+    commit = "unknown"
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=True
+        ).stdout.strip()
+    cores = os.cpu_count() or 0
+    mem_gib = available_memory_bytes() / 2**30
+    return (
+        f"{cpu_model_name()}, {cores} cores, {mem_gib:.0f} GiB available, "
+        f"{platform.system()} {platform.release()}, Python {platform.python_version()}, commit {commit}"
+    )
+
+
+def write_section(heading: str, body: str, path: Path = BENCHMARKS_MD) -> None:
+    """Replace the ``## heading`` section of BENCHMARKS.md with ``body`` (or append it), atomically."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    block = f"## {heading}\n\n{body.strip()}\n\n"
+    pattern = re.compile(rf"^## {re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
+    found = pattern.search(text)
+    text = pattern.sub(lambda _m: block, text, count=1) if found else text.rstrip("\n") + "\n\n" + block
+    atomic_write_text(path, text.rstrip("\n") + "\n")

@@ -1,0 +1,152 @@
+"""`srifty profile`: measure a model, and show profile files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from srifty.cli.console import err, out
+from srifty.compute import load_profile
+from srifty.compute.bundled import profile_filename
+from srifty.compute.profile import PHASES, Profile
+from srifty.errors import ProfileError
+from srifty.units import BYTES_PER_GIB, BYTES_PER_MIB, parse_bytes
+
+app = typer.Typer(
+    help="Profile a PyTorch model's latency, memory and gradient timeline; show profile files.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+def default_profile_path(model: str, device_label: str) -> Path:
+    """``profiles/<model>__<device>.json`` with the model name made file-safe."""
+    return Path("profiles") / profile_filename(model, device_label)
+
+
+@app.callback()
+def profile(
+    ctx: typer.Context,
+    model: Annotated[
+        str | None, typer.Option(help="torchvision name, hf:<config>, or package.module:function.")
+    ] = None,
+    device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
+    precision: Annotated[str, typer.Option(help="fp32 or bf16 (autocast).")] = "fp32",
+    max_probes: Annotated[int, typer.Option(help="Batch sizes measured for the latency model.")] = 4,
+    out_path: Annotated[Path | None, typer.Option("--out", help="Profile file to write.")] = None,
+    memory_limit: Annotated[str | None, typer.Option(help="CPU: peak memory allowed, e.g. 8GiB.")] = None,
+    max_batch: Annotated[int | None, typer.Option(help="Never search beyond this batch (CPU default 64).")] = None,
+    warmup: Annotated[int, typer.Option(help="Warm-up iterations discarded per batch size.")] = 2,
+    iters: Annotated[int, typer.Option(help="Timed iterations kept per batch size.")] = 5,
+    threads: Annotated[int | None, typer.Option(help="CPU threads (default: torch's choice).")] = None,
+    seq_len: Annotated[int, typer.Option(help="Tokens per sample for hf: models.")] = 128,
+    image_size: Annotated[int | None, typer.Option(help="Pixels per side for torchvision models.")] = None,
+    bucket_cap_mb: Annotated[float | None, typer.Option(help="DDP bucket_cap_mb (default: DDP's own).")] = None,
+    optimizer: Annotated[str, typer.Option(help="sgd or adam.")] = "sgd",
+    seed: Annotated[int, typer.Option(help="Seed for weights and synthetic data.")] = 0,
+) -> None:
+    """Measure MODEL on a device and write a profile file (`srifty profile --model resnet18`)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None:
+        raise ProfileError("name the model to profile with --model, e.g. `srifty profile --model resnet18`.")
+    from srifty.compute import parse_model_name, profile_model, profile_options
+
+    parse_model_name(model)
+    if max_probes < 2:
+        raise ProfileError(f"--max-probes must be at least 2, got {max_probes}")
+    try:
+        limit = parse_bytes(memory_limit) if memory_limit else None
+    except ValueError as error:
+        raise ProfileError(f"--memory-limit: {error}") from None
+    options = profile_options(
+        device=device,
+        precision=precision,
+        max_probes=max_probes,
+        warmup_iters=warmup,
+        timed_iters=iters,
+        memory_limit_bytes=limit,
+        max_batch_cap=max_batch,
+        bucket_cap_mb=bucket_cap_mb,
+        threads=threads,
+        optimizer=optimizer,
+        seq_len=seq_len,
+        image_size=image_size,
+        seed=seed,
+    )
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        result = profile_model(model, options, progress)
+    path = out_path or default_profile_path(result.model, result.device.label)
+    result.save(path)
+    show_profile(result)
+    out.print(f"wrote {path}")
+
+
+@app.command("show")
+def show(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
+    """Print a profile's summary, measurements and fitted latency curve."""
+    show_profile(load_profile(path))
+
+
+def show_profile(p: Profile) -> None:
+    """Rich tables for one profile."""
+    kind = f"estimated from {p.estimated_from}" if p.is_estimate else f"measured ({p.timing_method})"
+    summary = Table(title=f"profile: {p.model} on {p.device.label}", show_header=False)
+    summary.add_column("field")
+    summary.add_column("value")
+    knee = p.latency["iter"].knee_batch
+    base_gib, per_sample_mib = p.memory.base_bytes / BYTES_PER_GIB, p.memory.per_sample_bytes / BYTES_PER_MIB
+    for field, value in [
+        ("model", f"{p.model} ({p.model_kind}; {p.input_description})"),
+        ("parameters", f"{p.n_params:,} ({p.param_bytes / BYTES_PER_MIB:,.1f} MiB of gradients)"),
+        ("device", f"{p.device.name} [{p.device.kind}, {p.device.threads} threads]"),
+        ("kind", kind),
+        ("precision / optimizer", f"{p.precision} / {p.optimizer}"),
+        ("max batch", f"{p.max_batch} (limited by {p.max_batch_limited_by})"),
+        ("knee batch", "—" if knee is None else f"{knee:.1f}"),
+        ("memory model", f"{base_gib:.3f} GiB + {per_sample_mib:.2f} MiB × batch"),
+        ("DDP buckets", f"{len(p.buckets)} (bucket_cap_mb={p.bucket_cap_mb or 'default'})"),
+        ("torch", p.device.torch_version),
+    ]:
+        summary.add_row(field, value)
+    out.print(summary)
+    if p.samples:
+        measured = Table(title=f"measured: {p.timed_iters} timed iterations per batch (mean ± std, ms)")
+        measured.add_column("batch", justify="right")
+        for phase in PHASES:
+            measured.add_column(phase, justify="right")
+        measured.add_column("peak MiB", justify="right")
+        for s in p.samples:
+            cells = [f"{s.mean_ms(ph):,.2f} ± {s.std_ms(ph):,.2f}" for ph in PHASES]
+            peak = "—" if s.peak_bytes is None else f"{s.peak_bytes / BYTES_PER_MIB:,.1f}"
+            measured.add_row(str(s.batch), *cells, peak)
+        out.print(measured)
+    curve = Table(title="fitted latency model (ms)")
+    curve.add_column("batch", justify="right")
+    for phase in PHASES:
+        curve.add_column(phase, justify="right")
+    curve.add_column("samples/s", justify="right")
+    batches = sorted({2**k for k in range(int(np.log2(max(p.max_batch, 1))) + 1)} | {p.max_batch})
+    for b in batches:
+        preds = [float(p.predict_ms(ph, b)) for ph in PHASES]
+        curve.add_row(str(b), *[f"{v:,.2f}" for v in preds], f"{1000.0 * b / preds[-1]:,.1f}")
+    out.print(curve)

@@ -1,0 +1,309 @@
+"""Piecewise-linear latency-vs-batch models and the adaptive probe placement that fits them.
+
+The paper (section "Latency Model") observes that latency t(B) at batch B is linear, ``t = αB + β``, but
+with different slopes at small and large batches: a GPU is latency-bound below some *knee* batch and
+throughput-bound above it. :class:`LatencyModel` is a continuous, non-decreasing piecewise-linear
+function of the batch, stored as its vertices. :func:`fit_latency_curve` chooses at most ``n_probes``
+batch sizes to measure so as to locate the knee, then fits the model.
+
+Pure numpy; no torch. Latencies are in milliseconds, batches in samples per device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from srifty.errors import ProfileError
+
+# A probe whose latency is within this fraction of the throughput-bound line is "on the line".
+LINEAR_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """A continuous, non-decreasing piecewise-linear model of latency (ms) against batch size.
+
+    Attributes:
+        vertices_batch: x-coordinates of the vertices, strictly increasing.
+        vertices_ms: latency at each vertex (non-decreasing).
+        knee_batch: where the curve turns from latency-bound to throughput-bound, if one was found.
+        probe_batches: the batch sizes that were measured.
+        probe_ms: what was measured there (before the monotone correction).
+
+    Between vertices the model interpolates linearly; beyond the ends it extends the end segments'
+    lines (never below 0 and never decreasing).
+    """
+
+    vertices_batch: tuple[float, ...]
+    vertices_ms: tuple[float, ...]
+    knee_batch: float | None
+    probe_batches: tuple[int, ...]
+    probe_ms: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        xs = np.asarray(self.vertices_batch, dtype=float)
+        if len(xs) == 0 or len(xs) != len(self.vertices_ms):
+            raise ProfileError("a latency model needs at least one vertex and one latency per vertex")
+        if np.any(np.diff(xs) <= 0):
+            raise ProfileError("latency model vertices must have strictly increasing batch sizes")
+
+    def predict_ms(self, batch_sizes: ArrayLike) -> NDArray[np.float64]:
+        """Predicted latency in ms at each batch size (vectorised)."""
+        b = np.asarray(batch_sizes, dtype=float)
+        xs = np.asarray(self.vertices_batch, dtype=float)
+        ys = np.asarray(self.vertices_ms, dtype=float)
+        if len(xs) == 1:
+            # One probe: latency proportional to the batch, the most conservative guess.
+            return np.maximum(ys[0] * b / xs[0], 0.0)
+        out = np.interp(b, xs, ys)
+        lo_slope = (ys[1] - ys[0]) / (xs[1] - xs[0])
+        hi_slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        out = np.where(b < xs[0], ys[0] + lo_slope * (b - xs[0]), out)
+        out = np.where(b > xs[-1], ys[-1] + hi_slope * (b - xs[-1]), out)
+        return np.maximum(out, 0.0)
+
+    def segments(self) -> list[tuple[float, float, float, float]]:
+        """``(batch_from, batch_to, alpha_ms_per_sample, beta_ms)`` for each segment, ``t = αB + β``."""
+        xs, ys = self.vertices_batch, self.vertices_ms
+        out = []
+        for x0, x1, y0, y1 in zip(xs[:-1], xs[1:], ys[:-1], ys[1:], strict=True):
+            alpha = (y1 - y0) / (x1 - x0)
+            out.append((x0, x1, alpha, y0 - alpha * x0))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "vertices_batch": list(self.vertices_batch),
+            "vertices_ms": list(self.vertices_ms),
+            "knee_batch": self.knee_batch,
+            "probe_batches": list(self.probe_batches),
+            "probe_ms": list(self.probe_ms),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LatencyModel:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            vertices_batch=tuple(float(x) for x in data["vertices_batch"]),
+            vertices_ms=tuple(float(y) for y in data["vertices_ms"]),
+            knee_batch=None if data.get("knee_batch") is None else float(data["knee_batch"]),
+            probe_batches=tuple(int(b) for b in data.get("probe_batches", ())),
+            probe_ms=tuple(float(t) for t in data.get("probe_ms", ())),
+        )
+
+    def scaled(self, factor: float) -> LatencyModel:
+        """The same curve with every latency multiplied by ``factor``."""
+        return LatencyModel(
+            vertices_batch=self.vertices_batch,
+            vertices_ms=tuple(y * factor for y in self.vertices_ms),
+            knee_batch=self.knee_batch,
+            probe_batches=self.probe_batches,
+            probe_ms=tuple(y * factor for y in self.probe_ms),
+        )
+
+
+def _isotonic(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Pool-adjacent-violators: the closest non-decreasing sequence in least squares."""
+    blocks: list[list[float]] = []  # [sum, count]
+    for v in values:
+        blocks.append([float(v), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            s, c = blocks.pop()
+            blocks[-1][0] += s
+            blocks[-1][1] += c
+    return np.concatenate([np.full(int(c), s / c) for s, c in blocks])
+
+
+def _line(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float]:
+    slope = (y1 - y0) / (x1 - x0)
+    return slope, y0 - slope * x0
+
+
+def fit_piecewise_linear(batches: Sequence[float], latencies_ms: Sequence[float]) -> LatencyModel:
+    """Fit a continuous, non-decreasing piecewise-linear model through measured points.
+
+    The vertices are the measured points (after a monotone correction for noise). Where the lines of the
+    two neighbouring segments meet strictly inside an interval, that meeting point is the knee: the
+    interval is split there, so a latency-bound segment and a throughput-bound segment are each exact on
+    their own probes. Only the interval with the largest slope increase gets a knee.
+
+    Raises:
+        ProfileError: no points, or batch sizes that are not positive and distinct.
+    """
+    xs = np.asarray(batches, dtype=float)
+    ys_raw = np.asarray(latencies_ms, dtype=float)
+    if len(xs) == 0 or len(xs) != len(ys_raw):
+        raise ProfileError("fit_piecewise_linear needs one latency per batch size, and at least one point")
+    if np.any(xs <= 0) or len(np.unique(xs)) != len(xs):
+        raise ProfileError(f"batch sizes must be positive and distinct, got {sorted(xs.tolist())}")
+    if np.any(~np.isfinite(ys_raw)) or np.any(ys_raw < 0):
+        raise ProfileError(f"latencies must be finite and non-negative, got {ys_raw.tolist()}")
+    order = np.argsort(xs)
+    xs, ys_raw = xs[order], ys_raw[order]
+    ys = _isotonic(ys_raw)
+    vx, vy = list(xs), list(ys)
+    knee = _find_knee(xs, ys)
+    if knee is not None:
+        index, kx, ky = knee
+        vx.insert(index + 1, kx)
+        vy.insert(index + 1, ky)
+    knee_batch = knee[1] if knee is not None else _sharpest_bend(xs, ys)
+    return LatencyModel(
+        vertices_batch=tuple(float(x) for x in vx),
+        vertices_ms=tuple(float(y) for y in vy),
+        knee_batch=knee_batch,
+        probe_batches=tuple(round(x) for x in xs),
+        probe_ms=tuple(float(y) for y in ys_raw),
+    )
+
+
+def _find_knee(xs: NDArray[np.float64], ys: NDArray[np.float64]) -> tuple[int, float, float] | None:
+    """``(interval index, knee batch, knee latency)`` where neighbouring lines meet inside an interval."""
+    best: tuple[float, int, float, float] | None = None
+    for i in range(1, len(xs) - 2):
+        left = _line(xs[i - 1], ys[i - 1], xs[i], ys[i])
+        right = _line(xs[i + 1], ys[i + 1], xs[i + 2], ys[i + 2])
+        bend = right[0] - left[0]
+        if bend <= 0:
+            continue
+        kx = (left[1] - right[1]) / bend
+        ky = left[0] * kx + left[1]
+        inside = xs[i] < kx < xs[i + 1] and ys[i] - 1e-12 <= ky <= ys[i + 1] + 1e-12
+        if inside and (best is None or bend > best[0]):
+            best = (bend, i, float(kx), float(ky))
+    return None if best is None else (best[1], best[2], best[3])
+
+
+def _sharpest_bend(xs: NDArray[np.float64], ys: NDArray[np.float64]) -> float | None:
+    """The probe where the slope grows the most (relative), if it grows by more than the tolerance."""
+    if len(xs) < 3:
+        return None
+    slopes = np.diff(ys) / np.diff(xs)
+    growth = (slopes[1:] - slopes[:-1]) / np.maximum(np.abs(slopes[1:]), 1e-12)
+    i = int(np.argmax(growth))
+    return float(xs[i + 1]) if growth[i] > LINEAR_TOLERANCE else None
+
+
+def default_candidates(max_batch: int) -> list[int]:
+    """Powers of two from 1 up to ``max_batch``."""
+    if max_batch < 1:
+        raise ProfileError(f"max_batch must be at least 1, got {max_batch}")
+    return [2**k for k in range(int(math.log2(max_batch)) + 1)]
+
+
+def fit_latency_curve(
+    measure: Callable[[int], float],
+    max_batch: int,
+    n_probes: int = 4,
+    candidates: Sequence[int] | None = None,
+) -> LatencyModel:
+    """Measure at most ``n_probes`` batch sizes, chosen to locate the knee, and fit a :class:`LatencyModel`.
+
+    Placement: the two largest candidates pin the throughput-bound line; the smallest shows whether small
+    batches sit on that line. If they do not, the next probe goes just below where a flat latency-bound
+    segment would meet the line, so the knee falls between probes. Further probes bisect the interval
+    where neighbouring segments disagree most.
+
+    Args:
+        measure: ``measure(batch) -> latency_ms``; called at most ``n_probes`` times, never twice for one
+            batch.
+        max_batch: the largest batch that fits.
+        n_probes: how many batch sizes to measure (the paper uses 4).
+        candidates: batch sizes that may be probed; defaults to the powers of two up to ``max_batch``.
+
+    Raises:
+        ProfileError: fewer than 2 probes, or no valid candidate.
+    """
+    if n_probes < 2:
+        raise ProfileError(f"n_probes must be at least 2 to fit a slope, got {n_probes}")
+    cands = sorted({int(c) for c in (candidates if candidates is not None else default_candidates(max_batch))})
+    cands = [c for c in cands if 1 <= c <= max_batch]
+    if not cands:
+        raise ProfileError(f"no candidate batch size between 1 and max_batch={max_batch}")
+    measured: dict[int, float] = {}
+
+    def probe(batch: int) -> None:
+        if batch not in measured and len(measured) < n_probes:
+            measured[batch] = float(measure(batch))
+
+    if len(cands) <= n_probes:
+        for c in cands:
+            probe(c)
+        return fit_piecewise_linear(list(measured), list(measured.values()))
+
+    probe(cands[-1])
+    probe(cands[-2])
+    probe(cands[0])
+    if len(measured) < n_probes:
+        probe(_knee_probe(cands, measured))
+    while len(measured) < n_probes:
+        nxt = _bisect_probe(cands, measured)
+        if nxt is None:
+            break
+        probe(nxt)
+    return fit_piecewise_linear(list(measured), list(measured.values()))
+
+
+def _knee_probe(cands: list[int], measured: dict[int, float]) -> int:
+    """Where to probe fourth: below the estimated knee, or mid-range if small batches are on the line."""
+    hi, hi2, lo = cands[-1], cands[-2], cands[0]
+    slope, intercept = _line(hi2, measured[hi2], hi, measured[hi])
+    on_line = slope * lo + intercept
+    inner = cands[1:-2]
+    if not inner:
+        return cands[len(cands) // 2]
+    if measured[lo] <= on_line or slope <= 0:
+        # Small batches are on (or below) the throughput line: no knee to find, check the middle.
+        return inner[len(inner) // 2]
+    knee_estimate = (measured[lo] - intercept) / slope
+    below = [c for c in inner if c < knee_estimate]
+    return below[-1] if below else inner[0]
+
+
+def _bisect_probe(cands: list[int], measured: dict[int, float]) -> int | None:
+    """The middle candidate of the interval where neighbouring segments disagree most."""
+    xs = sorted(measured)
+    best: tuple[float, int, int] | None = None  # (score, width, candidate)
+    for i in range(len(xs) - 1):
+        a, b = xs[i], xs[i + 1]
+        inside = [c for c in cands if a < c < b and c not in measured]
+        if not inside:
+            continue
+        mid = inside[len(inside) // 2]
+        chord = measured[a] + (measured[b] - measured[a]) * (mid - a) / (b - a)
+        score = 0.0
+        if i >= 1:
+            s, c0 = _line(xs[i - 1], measured[xs[i - 1]], a, measured[a])
+            score = max(score, abs(s * mid + c0 - chord) / max(chord, 1e-12))
+        if i + 2 < len(xs):
+            s, c0 = _line(b, measured[b], xs[i + 2], measured[xs[i + 2]])
+            score = max(score, abs(s * mid + c0 - chord) / max(chord, 1e-12))
+        key = (score, len(inside), mid)
+        if best is None or key > best:
+            best = key
+    return None if best is None else best[2]
+
+
+def fit_linear(batches: Sequence[float], latencies_ms: Sequence[float]) -> LatencyModel:
+    """One least-squares line ``αB + β`` through all points: the APM-style baseline (Nexus' model)."""
+    xs = np.asarray(batches, dtype=float)
+    ys = np.asarray(latencies_ms, dtype=float)
+    if len(xs) < 2:
+        raise ProfileError("a linear fit needs at least two points")
+    alpha, beta = np.polyfit(xs, ys, 1)
+    alpha = max(float(alpha), 0.0)
+    lo, hi = float(xs.min()), float(xs.max())
+    return LatencyModel(
+        vertices_batch=(lo, hi),
+        vertices_ms=(alpha * lo + float(beta), alpha * hi + float(beta)),
+        knee_batch=None,
+        probe_batches=tuple(round(x) for x in xs),
+        probe_ms=tuple(float(y) for y in ys),
+    )

@@ -1,0 +1,303 @@
+"""The compute profile: what was measured for one model on one device, and the models fitted to it.
+
+A :class:`Profile` is a value; it is saved as a versioned JSON artefact (kind ``profile``). Measured
+samples and fitted models are kept apart: ``samples`` are the raw per-iteration latencies at each probed
+batch, ``latency`` and ``memory`` are fitted from them and never overwrite them. An *estimated* profile
+(for a device nobody measured) says so in ``estimated_from`` and carries no samples of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from srifty.artifacts import read_json_artifact, write_json_artifact
+from srifty.compute.buckets import Bucket, assign_buckets
+from srifty.compute.latency import LatencyModel
+from srifty.compute.memory import MemoryModel
+from srifty.errors import ProfileError
+
+PROFILE_KIND = "profile"
+PROFILE_SCHEMA_VERSION = 1
+PHASES: tuple[str, ...] = ("fw", "bw", "step", "iter")
+Phase = Literal["fw", "bw", "step", "iter"]
+
+
+@dataclass(frozen=True)
+class PhaseSamples:
+    """Raw timed iterations at one batch size (ms), and the peak memory measured there (bytes)."""
+
+    batch: int
+    fw_ms: tuple[float, ...]
+    bw_ms: tuple[float, ...]
+    step_ms: tuple[float, ...]
+    iter_ms: tuple[float, ...]
+    peak_bytes: float | None = None
+
+    def values(self, phase: str) -> NDArray[np.float64]:
+        """The raw samples of ``phase``."""
+        return np.asarray(getattr(self, f"{phase}_ms"), dtype=float)
+
+    def mean_ms(self, phase: str) -> float:
+        """Plain mean of ``phase``."""
+        return float(np.mean(self.values(phase)))
+
+    def robust_mean_ms(self, phase: str) -> float:
+        """Mean of ``phase`` over samples within 3 scaled MADs of the median.
+
+        A noisy neighbour on a shared machine can stretch one iteration many-fold; this keeps such outliers
+        from moving the fitted curve while staying the mean of everything typical.
+        """
+        values = self.values(phase)
+        median = float(np.median(values))
+        mad = 1.4826 * float(np.median(np.abs(values - median)))
+        if mad == 0.0:
+            return median
+        kept = values[np.abs(values - median) <= 3.0 * mad]
+        return float(np.mean(kept))
+
+    def std_ms(self, phase: str) -> float:
+        """Sample standard deviation of ``phase`` (0 with a single sample)."""
+        values = self.values(phase)
+        return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One parameter tensor, in model order, and when its gradient is ready (fraction of backward)."""
+
+    name: str
+    numel: int
+    size_bytes: int
+    dtype: str
+    ready_frac: float
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Where a profile was measured (or, for an estimate, which device it stands for).
+
+    Attributes:
+        kind: ``"cpu"`` or ``"cuda"``.
+        name: the CPU model or CUDA device name as the system reports it.
+        gpu: the catalog GPU name (``"T4"``, ``"H200"``), or ``None`` for a CPU.
+        threads: intra-op threads used (CPU).
+        memory_bytes: device memory (GPU) or the memory limit used (CPU).
+    """
+
+    kind: str
+    name: str
+    gpu: str | None
+    threads: int
+    memory_bytes: int
+    torch_version: str
+    cuda_version: str | None = None
+
+    @property
+    def label(self) -> str:
+        """Short name: the catalog GPU name, or ``cpu``."""
+        return self.gpu if self.gpu else self.kind
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A model's compute profile on one device."""
+
+    model: str
+    model_kind: str
+    input_description: str
+    precision: str
+    optimizer: str
+    n_params: int
+    param_bytes: int
+    device: DeviceInfo
+    samples: tuple[PhaseSamples, ...]
+    latency: Mapping[str, LatencyModel]
+    memory: MemoryModel
+    memory_points: tuple[tuple[int, float], ...]
+    max_batch: int
+    max_batch_limited_by: str
+    params: tuple[ParamInfo, ...]
+    ready_order: tuple[int, ...]
+    timeline_batch: int
+    bucket_cap_mb: float | None
+    buckets: tuple[Bucket, ...]
+    warmup_iters: int
+    timed_iters: int
+    timing_method: str
+    created_at: str
+    srifty_version: str
+    estimated_from: str | None = None
+    spread_scale: float = 1.0
+    notes: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [p for p in PHASES if p not in self.latency]
+        if missing:
+            raise ProfileError(f"profile of {self.model} lacks latency models for {', '.join(missing)}")
+
+    @property
+    def is_estimate(self) -> bool:
+        """Whether this profile was estimated rather than measured."""
+        return self.estimated_from is not None
+
+    def predict_ms(self, phase: str, batch: ArrayLike) -> NDArray[np.float64]:
+        """Mean latency of ``phase`` (``fw``, ``bw``, ``step`` or ``iter``) at ``batch``, in ms."""
+        return self.latency[phase].predict_ms(batch)
+
+    def cv(self, phase: str, batch: ArrayLike) -> NDArray[np.float64]:
+        """Coefficient of variation (std / mean) of ``phase`` at ``batch``, times ``spread_scale``.
+
+        Interpolated linearly in log2(batch) between probed batches and held constant beyond them.
+        """
+        b = np.log2(np.maximum(np.asarray(batch, dtype=float), 1e-9))
+        if not self.samples:
+            return np.full(np.shape(b), 0.05 * self.spread_scale)
+        xs = np.log2([s.batch for s in self.samples])
+        cvs = [s.std_ms(phase) / max(s.mean_ms(phase), 1e-12) for s in self.samples]
+        order = np.argsort(xs)
+        return np.interp(b, xs[order], np.asarray(cvs)[order]) * self.spread_scale
+
+    def std_ms(self, phase: str, batch: ArrayLike) -> NDArray[np.float64]:
+        """Standard deviation of ``phase`` at ``batch``: the measured spread scaled to the batch."""
+        return self.cv(phase, batch) * self.predict_ms(phase, batch)
+
+    def rebucket(self, bucket_cap_mb: float | None) -> tuple[Bucket, ...]:
+        """DDP buckets for another ``bucket_cap_mb`` (``None``: DDP's default), from the same timeline."""
+        return tuple(
+            assign_buckets(
+                self.ready_order,
+                [p.size_bytes for p in self.params],
+                [p.ready_frac for p in self.params],
+                bucket_cap_mb,
+                [p.dtype for p in self.params],
+            )
+        )
+
+    def with_changes(self, **changes: Any) -> Profile:
+        """A copy with some fields replaced."""
+        return replace(self, **changes)
+
+    # ---- serialisation -------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (without ``kind`` and ``schema_version``)."""
+        return {
+            "model": {
+                "name": self.model,
+                "kind": self.model_kind,
+                "input": self.input_description,
+                "n_params": self.n_params,
+                "param_bytes": self.param_bytes,
+            },
+            "precision": self.precision,
+            "optimizer": self.optimizer,
+            "device": self.device.__dict__,
+            "measurement": {
+                "warmup_iters": self.warmup_iters,
+                "timed_iters": self.timed_iters,
+                "timing_method": self.timing_method,
+                "created_at": self.created_at,
+                "srifty_version": self.srifty_version,
+            },
+            "estimated_from": self.estimated_from,
+            "spread_scale": self.spread_scale,
+            "samples": [s.__dict__ for s in self.samples],
+            "latency": {phase: model.to_dict() for phase, model in self.latency.items()},
+            "memory": {
+                "model": self.memory.to_dict(),
+                "points": [list(p) for p in self.memory_points],
+                "max_batch": self.max_batch,
+                "max_batch_limited_by": self.max_batch_limited_by,
+            },
+            "timeline": {
+                "batch": self.timeline_batch,
+                "params": [p.__dict__ for p in self.params],
+                "ready_order": list(self.ready_order),
+                "bucket_cap_mb": self.bucket_cap_mb,
+                "buckets": [b.to_dict() for b in self.buckets],
+            },
+            "notes": self.notes,
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Profile:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ProfileError: a field is missing or malformed.
+        """
+        try:
+            model, measurement, memory, timeline = (
+                data["model"],
+                data["measurement"],
+                data["memory"],
+                data["timeline"],
+            )
+            return cls(
+                model=model["name"],
+                model_kind=model["kind"],
+                input_description=model["input"],
+                n_params=int(model["n_params"]),
+                param_bytes=int(model["param_bytes"]),
+                precision=data["precision"],
+                optimizer=data["optimizer"],
+                device=DeviceInfo(**data["device"]),
+                samples=tuple(
+                    PhaseSamples(
+                        batch=int(s["batch"]),
+                        fw_ms=tuple(s["fw_ms"]),
+                        bw_ms=tuple(s["bw_ms"]),
+                        step_ms=tuple(s["step_ms"]),
+                        iter_ms=tuple(s["iter_ms"]),
+                        peak_bytes=s.get("peak_bytes"),
+                    )
+                    for s in data["samples"]
+                ),
+                latency={phase: LatencyModel.from_dict(m) for phase, m in data["latency"].items()},
+                memory=MemoryModel.from_dict(memory["model"]),
+                memory_points=tuple((int(b), float(p)) for b, p in memory["points"]),
+                max_batch=int(memory["max_batch"]),
+                max_batch_limited_by=memory["max_batch_limited_by"],
+                params=tuple(ParamInfo(**p) for p in timeline["params"]),
+                ready_order=tuple(int(i) for i in timeline["ready_order"]),
+                timeline_batch=int(timeline["batch"]),
+                bucket_cap_mb=timeline["bucket_cap_mb"],
+                buckets=tuple(Bucket.from_dict(b) for b in timeline["buckets"]),
+                warmup_iters=int(measurement["warmup_iters"]),
+                timed_iters=int(measurement["timed_iters"]),
+                timing_method=measurement["timing_method"],
+                created_at=measurement["created_at"],
+                srifty_version=measurement["srifty_version"],
+                estimated_from=data.get("estimated_from"),
+                spread_scale=float(data.get("spread_scale", 1.0)),
+                notes=data.get("notes", ""),
+                extra=data.get("extra", {}),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ProfileError(f"malformed profile: {type(err).__name__} {err}; regenerate it") from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write atomically as a versioned JSON artefact."""
+        return write_json_artifact(path, PROFILE_KIND, PROFILE_SCHEMA_VERSION, self.to_dict())
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile file (older schema versions are migrated).
+
+    Raises:
+        ArtifactError: missing file, wrong kind or unreadable version.
+        ProfileError: malformed content.
+    """
+    document = read_json_artifact(path, PROFILE_KIND, PROFILE_SCHEMA_VERSION)
+    try:
+        return Profile.from_dict(document)
+    except ProfileError as err:
+        raise ProfileError(f"{path}: {err}") from None

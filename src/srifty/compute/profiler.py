@@ -1,0 +1,395 @@
+"""Measure a real PyTorch model: largest batch, per-phase latency, memory, and the gradient timeline.
+
+Timing uses CUDA events on a GPU and ``time.perf_counter`` on a CPU, with warm-up iterations discarded
+and every timed iteration kept. Needs torch (imported by the caller of this module only).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from srifty import __version__
+from srifty.compute.buckets import assign_buckets
+from srifty.compute.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
+from srifty.compute.latency import default_candidates, fit_latency_curve, fit_piecewise_linear
+from srifty.compute.memory import fit_memory_model
+from srifty.compute.profile import PHASES, DeviceInfo, ParamInfo, PhaseSamples, Profile
+from srifty.compute.workloads import Workload, build_workload, call_model, to_device
+from srifty.errors import ProfileError
+
+# Reported as (stage, done, total); the CLI draws it as a progress bar.
+ProgressFn = Callable[[str, int, int], None]
+
+CPU_DEFAULT_MAX_BATCH = 64
+GPU_DEFAULT_MAX_BATCH = 8192
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """How to profile.
+
+    Attributes:
+        device: ``"cpu"`` or ``"cuda"`` (or ``"cuda:N"``).
+        precision: ``"fp32"``, or ``"bf16"`` autocast for forward and loss.
+        max_probes: batch sizes measured for the latency model (the paper uses 4).
+        warmup_iters: iterations discarded at each batch size.
+        timed_iters: iterations kept at each batch size.
+        memory_limit_bytes: CPU only: largest peak memory allowed (default: 80% of available memory).
+        max_batch_cap: never search beyond this batch (default 64 on CPU, 8192 on GPU).
+        bucket_cap_mb: DDP ``bucket_cap_mb`` for the bucket map; ``None`` means DDP's default.
+        threads: CPU intra-op threads (default: torch's choice).
+        optimizer: ``"sgd"`` (momentum 0.9) or ``"adam"``.
+        seq_len: tokens per sample for ``hf:`` models.
+        image_size: pixels per side for torchvision models (default: the model's native size).
+        seed: seeds weights and synthetic data.
+    """
+
+    device: str = "cpu"
+    precision: str = "fp32"
+    max_probes: int = 4
+    warmup_iters: int = 2
+    timed_iters: int = 5
+    memory_limit_bytes: int | None = None
+    max_batch_cap: int | None = None
+    bucket_cap_mb: float | None = None
+    threads: int | None = None
+    optimizer: str = "sgd"
+    seq_len: int = 128
+    image_size: int | None = None
+    seed: int = 0
+
+
+class _Trainer:
+    """One model, optimizer and device; runs and times training iterations."""
+
+    def __init__(self, workload: Workload, options: ProfileOptions) -> None:
+        self.workload = workload
+        self.options = options
+        self.device = torch.device(options.device)
+        self.is_cuda = self.device.type == "cuda"
+        self.model = workload.model.to(self.device).train()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if not params:
+            raise ProfileError(f"{workload.name} has no trainable parameters")
+        if options.optimizer == "adam":
+            self.optimizer: torch.optim.Optimizer = torch.optim.Adam(params, lr=1e-4)
+        elif options.optimizer == "sgd":
+            self.optimizer = torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+        else:
+            raise ProfileError(f"unknown optimizer '{options.optimizer}'; use sgd or adam")
+        self._batches: dict[int, tuple[Any, Any]] = {}
+
+    def batch(self, size: int) -> tuple[Any, Any]:
+        """A synthetic batch of ``size`` on the device, made once and reused (only the last one is kept)."""
+        if size not in self._batches:
+            self._batches.clear()
+            inputs, target = self.workload.make_batch(size)
+            self._batches[size] = (to_device(inputs, self.device), to_device(target, self.device))
+        return self._batches[size]
+
+    def forward_loss(self, inputs: Any, target: Any) -> torch.Tensor:
+        if self.options.precision == "bf16":
+            with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16):
+                return self.workload.loss_fn(call_model(self.model, inputs), target)
+        return self.workload.loss_fn(call_model(self.model, inputs), target)
+
+    def iteration(self, size: int) -> tuple[float, float, float, float]:
+        """One training iteration at batch ``size``: ``(fw_ms, bw_ms, step_ms, iter_ms)``."""
+        inputs, target = self.batch(size)
+        if self.is_cuda:
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            events[0].record()
+            self.optimizer.zero_grad(set_to_none=True)
+            loss = self.forward_loss(inputs, target)
+            events[1].record()
+            loss.backward()
+            events[2].record()
+            self.optimizer.step()
+            events[3].record()
+            torch.cuda.synchronize(self.device)
+            fw, bw, st = (events[i].elapsed_time(events[i + 1]) for i in range(3))
+            return fw, bw, st, events[0].elapsed_time(events[3])
+        t0 = time.perf_counter()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.forward_loss(inputs, target)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        self.optimizer.step()
+        t3 = time.perf_counter()
+        ms = 1000.0
+        return (t1 - t0) * ms, (t2 - t1) * ms, (t3 - t2) * ms, (t3 - t0) * ms
+
+    def peak_bytes(self, size: int) -> float:
+        """Peak memory of one iteration at ``size``: allocator peak on a GPU, tracked tensors on a CPU."""
+        if self.is_cuda:
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.iteration(size)
+            return float(torch.cuda.max_memory_allocated(self.device))
+        # torch's own tensor-level memory tracker (PyTorch 2.x); counts parameters, gradients, optimizer
+        # state, activations and temporaries alive at the peak.
+        from torch.distributed._tools.mem_tracker import MemTracker
+
+        tracker = MemTracker()
+        tracker.track_external(self.model, self.optimizer)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # its module tracker warns about unnamed modules
+            with tracker:
+                self.iteration(size)
+        peak = tracker.get_tracker_snapshot("peak")
+        return float(sum(stats.get("Total", 0) for stats in peak.values()))
+
+    def release(self) -> None:
+        """Drop cached batches and gradients, and return freed GPU memory to the allocator's pool."""
+        self._batches.clear()
+        self.optimizer.zero_grad(set_to_none=True)
+        gc.collect()
+        if self.is_cuda:
+            torch.cuda.empty_cache()
+
+
+def _is_oom(err: BaseException) -> bool:
+    return isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err).lower()
+
+
+def find_max_batch(fits: Callable[[int], bool], cap: int) -> int:
+    """Largest batch in ``[1, cap]`` for which ``fits`` is true: doubling, then binary search.
+
+    Assumes ``fits`` is monotone (true up to some batch, false beyond).
+
+    Raises:
+        ProfileError: not even batch 1 fits.
+    """
+    if not fits(1):
+        raise ProfileError("not even a batch of 1 fits in memory; use a larger device or a smaller model")
+    good, bad = 1, None
+    while good < cap:
+        trial = min(good * 2, cap)
+        if fits(trial):
+            good = trial
+        else:
+            bad = trial
+            break
+    if bad is None:
+        return good
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def _device_info(options: ProfileOptions, memory_limit: int) -> DeviceInfo:
+    device = torch.device(options.device)
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        return DeviceInfo(
+            kind="cuda",
+            name=props.name,
+            gpu=catalog_gpu_name(props.name),
+            threads=torch.get_num_threads(),
+            memory_bytes=int(props.total_memory),
+            torch_version=torch.__version__,
+            cuda_version=torch.version.cuda,
+        )
+    return DeviceInfo(
+        kind="cpu",
+        name=cpu_model_name(),
+        gpu=None,
+        threads=torch.get_num_threads(),
+        memory_bytes=memory_limit,
+        torch_version=torch.__version__,
+    )
+
+
+def _check_device(options: ProfileOptions) -> None:
+    kind = options.device.split(":")[0]
+    if kind not in ("cpu", "cuda"):
+        raise ProfileError(f"unknown device '{options.device}'; use cpu or cuda")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ProfileError("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
+    if options.precision not in ("fp32", "bf16"):
+        raise ProfileError(f"unknown precision '{options.precision}'; use fp32 or bf16")
+    if options.timed_iters < 2:
+        raise ProfileError("timed_iters must be at least 2, so the spread can be measured")
+
+
+def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | None = None) -> Profile:
+    """Profile model ``name`` on ``options.device`` and return the :class:`Profile`.
+
+    Steps: find the largest batch that fits (OOM search on a GPU, measured peak memory against a limit on a
+    CPU); choose up to ``max_probes`` batch sizes with :func:`fit_latency_curve` and time each; fit
+    forward, backward, step and iteration models on the same batches; fit the memory model; record the
+    gradient-ready timeline in a separate iteration and map it to DDP buckets.
+    """
+    _check_device(options)
+    report = progress or (lambda stage, done, total: None)
+    if options.threads:
+        torch.set_num_threads(options.threads)
+    workload = build_workload(name, seq_len=options.seq_len, image_size=options.image_size, seed=options.seed)
+    trainer = _Trainer(workload, options)
+    is_cuda = trainer.is_cuda
+    memory_limit = options.memory_limit_bytes or int(0.8 * available_memory_bytes())
+    cap = options.max_batch_cap or (GPU_DEFAULT_MAX_BATCH if is_cuda else CPU_DEFAULT_MAX_BATCH)
+    memory_points: dict[int, float] = {}
+    search_steps = [0]
+
+    def fits(batch: int) -> bool:
+        search_steps[0] += 1
+        report("max batch", search_steps[0], max(search_steps[0], 2 * cap.bit_length()))
+        out_of_memory = False
+        try:
+            peak = trainer.peak_bytes(batch)
+        except (torch.OutOfMemoryError, RuntimeError) as err:
+            if not _is_oom(err):
+                raise
+            out_of_memory = True
+        if out_of_memory:
+            # Released outside the except block: the traceback there still holds the failed step's tensors.
+            trainer.release()
+            return False
+        memory_points[batch] = peak
+        return is_cuda or peak <= memory_limit
+
+    trainer.iteration(1)  # creates optimizer state, so every measurement below sees it
+    max_batch = find_max_batch(fits, cap)
+    report("max batch", search_steps[0], search_steps[0])
+    trainer.release()
+    limited_by = "max_batch_cap" if max_batch == cap else ("gpu_memory" if is_cuda else "memory_limit")
+
+    samples: dict[int, PhaseSamples] = {}
+    total_iters = options.max_probes * (options.warmup_iters + options.timed_iters)
+
+    def measure(batch: int) -> float:
+        rows: list[tuple[float, float, float, float]] = []
+        for i in range(options.warmup_iters + options.timed_iters):
+            result = trainer.iteration(batch)
+            if i >= options.warmup_iters:
+                rows.append(result)
+            report("latency", len(samples) * (options.warmup_iters + options.timed_iters) + i + 1, total_iters)
+        fw, bw, st, it = (tuple(r[k] for r in rows) for k in range(4))
+        samples[batch] = PhaseSamples(batch, fw, bw, st, it, memory_points.get(batch))
+        return samples[batch].robust_mean_ms("iter")
+
+    candidates = default_candidates(max_batch)
+    if candidates[-1] != max_batch:
+        candidates.append(max_batch)
+    iter_model = fit_latency_curve(measure, max_batch, options.max_probes, candidates)
+    batches = sorted(samples)
+    latency = {"iter": iter_model}
+    for phase in PHASES[:-1]:
+        latency[phase] = fit_piecewise_linear(batches, [samples[b].robust_mean_ms(phase) for b in batches])
+    memory = fit_memory_model(list(memory_points), list(memory_points.values()))
+
+    report("timeline", 0, 1)
+    timeline_batch = batches[-1]
+    params, ready_order = record_timeline(trainer, timeline_batch)
+    report("timeline", 1, 1)
+    buckets = assign_buckets(
+        ready_order,
+        [p.size_bytes for p in params],
+        [p.ready_frac for p in params],
+        options.bucket_cap_mb,
+        [p.dtype for p in params],
+    )
+    device = _device_info(options, memory_limit)
+    trainer.release()
+    return Profile(
+        model=workload.name,
+        model_kind=workload.kind,
+        input_description=workload.input_description,
+        precision=options.precision,
+        optimizer=options.optimizer,
+        n_params=sum(p.numel for p in params),
+        param_bytes=sum(p.size_bytes for p in params),
+        device=device,
+        samples=tuple(samples[b] for b in batches),
+        latency=latency,
+        memory=memory,
+        memory_points=tuple(sorted(memory_points.items())),
+        max_batch=max_batch,
+        max_batch_limited_by=limited_by,
+        params=params,
+        ready_order=ready_order,
+        timeline_batch=timeline_batch,
+        bucket_cap_mb=options.bucket_cap_mb,
+        buckets=tuple(buckets),
+        warmup_iters=options.warmup_iters,
+        timed_iters=options.timed_iters,
+        timing_method="cuda_events" if is_cuda else "perf_counter",
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        srifty_version=__version__,
+        extra={"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed},
+    )
+
+
+def record_timeline(trainer: _Trainer, batch: int) -> tuple[tuple[ParamInfo, ...], tuple[int, ...]]:
+    """When each parameter's gradient is ready, as a fraction of one backward pass (its own iteration).
+
+    Uses ``register_post_accumulate_grad_hook``, the point where DDP's reducer sees a gradient ready.
+    Returns the parameters in model order and the parameter indices in ready order.
+    """
+    named = [(n, p) for n, p in trainer.model.named_parameters() if p.requires_grad]
+    inputs, target = trainer.batch(batch)
+    trainer.optimizer.zero_grad(set_to_none=True)
+    loss = trainer.forward_loss(inputs, target)
+    marks: list[tuple[int, Any]] = []
+    handles = []
+    for index, (_, param) in enumerate(named):
+
+        def hook(_p: torch.Tensor, index: int = index) -> None:
+            if trainer.is_cuda:
+                event = torch.cuda.Event(enable_timing=True)
+                event.record()
+                marks.append((index, event))
+            else:
+                marks.append((index, time.perf_counter()))
+
+        handles.append(param.register_post_accumulate_grad_hook(hook))
+    try:
+        if trainer.is_cuda:
+            start: Any = torch.cuda.Event(enable_timing=True)
+            end: Any = torch.cuda.Event(enable_timing=True)
+            start.record()
+            loss.backward()
+            end.record()
+            torch.cuda.synchronize(trainer.device)
+            total = start.elapsed_time(end)
+            offsets = {i: start.elapsed_time(e) for i, e in marks}
+        else:
+            start = time.perf_counter()
+            loss.backward()
+            end = time.perf_counter()
+            total = end - start
+            offsets = {i: t - start for i, t in marks}
+    finally:
+        for handle in handles:
+            handle.remove()
+    trainer.optimizer.zero_grad(set_to_none=True)
+    ready_order = tuple(i for i, _ in marks)
+    if sorted(ready_order) != list(range(len(named))):
+        # Parameters without a gradient in this graph are ready at the very end (DDP would find them unused).
+        ready_order = ready_order + tuple(i for i in range(len(named)) if i not in offsets)
+    params = tuple(
+        ParamInfo(
+            name=n,
+            numel=p.numel(),
+            size_bytes=p.numel() * p.element_size(),
+            dtype=str(p.dtype).replace("torch.", ""),
+            ready_frac=min(max(offsets.get(i, total) / total, 0.0), 1.0) if total > 0 else 1.0,
+        )
+        for i, (n, p) in enumerate(named)
+    )
+    return params, ready_order

@@ -1,0 +1,154 @@
+"""Build a trainable workload (model, synthetic batches, loss) from a model name. Needs torch.
+
+Inputs are synthetic, as in the paper's evaluation (synthetic ImageNet, random tokens): the profiler
+measures compute, not data loading.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from srifty.compute.names import HF_MODELS, ModelKind, parse_model_name
+from srifty.errors import ProfileError
+
+# torchvision models whose natural input is not 224x224.
+NATIVE_IMAGE_SIZE = {"inception_v3": 299}
+# Minimum input size some torchvision models accept (their stride or pooling needs it).
+MIN_IMAGE_SIZE = {"inception_v3": 75, "alexnet": 63}
+
+
+@dataclass
+class Workload:
+    """A model with its synthetic batch maker and loss.
+
+    Attributes:
+        make_batch: ``make_batch(batch_size) -> (inputs, target)`` on the CPU. ``inputs`` is a tensor, a
+            tuple of positional tensors, or a dict of keyword tensors.
+        loss_fn: ``loss_fn(output, target) -> scalar tensor``.
+        input_description: what one sample is, for the profile file.
+    """
+
+    name: str
+    kind: ModelKind
+    model: nn.Module
+    make_batch: Callable[[int], tuple[Any, Any]]
+    loss_fn: Callable[[Any, Any], torch.Tensor]
+    input_description: str
+
+
+def call_model(model: nn.Module, inputs: Any) -> Any:
+    """Call ``model`` with a tensor, positional tuple, or keyword dict of inputs."""
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, tuple | list):
+        return model(*inputs)
+    return model(inputs)
+
+
+def to_device(obj: Any, device: torch.device) -> Any:
+    """Move tensors (possibly nested in tuples, lists and dicts) to ``device``."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=True)
+    if isinstance(obj, dict):
+        return {k: to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, tuple | list):
+        return type(obj)(to_device(v, device) for v in obj)
+    return obj
+
+
+def build_workload(
+    name: str, *, seq_len: int = 128, image_size: int | None = None, num_classes: int = 1000, seed: int = 0
+) -> Workload:
+    """Build the workload ``name`` with seeded weights.
+
+    Args:
+        name: a torchvision model, ``hf:<config>`` or ``package.module:function``.
+        seq_len: tokens per sample for ``hf:`` models.
+        image_size: pixels per side for torchvision models; defaults to the model's native size.
+        num_classes: classifier width for torchvision models.
+        seed: seeds the weights and the synthetic data.
+
+    Raises:
+        ProfileError: unknown name, a factory that cannot be imported or returns the wrong shape, or an
+            image size the model cannot take.
+    """
+    ref = parse_model_name(name)
+    torch.manual_seed(seed)
+    if ref.kind == "torchvision":
+        return _torchvision(ref.key, image_size, num_classes)
+    if ref.kind == "hf":
+        return _huggingface(ref.key, seq_len)
+    return _factory(ref.key)
+
+
+def _torchvision(name: str, image_size: int | None, num_classes: int) -> Workload:
+    import torchvision
+
+    size = image_size or NATIVE_IMAGE_SIZE.get(name, 224)
+    if size < MIN_IMAGE_SIZE.get(name, 32):
+        raise ProfileError(f"{name} needs images of at least {MIN_IMAGE_SIZE.get(name, 32)} pixels, got {size}.")
+    kwargs: dict[str, Any] = {"weights": None, "num_classes": num_classes}
+    if name == "inception_v3":
+        kwargs.update(aux_logits=False, init_weights=False)
+    if name == "googlenet":
+        kwargs.update(aux_logits=False, init_weights=False)
+    model = torchvision.models.get_model(name, **kwargs)
+
+    def make_batch(batch_size: int) -> tuple[Any, Any]:
+        return torch.randn(batch_size, 3, size, size), torch.randint(0, num_classes, (batch_size,))
+
+    return Workload(name, "torchvision", model, make_batch, nn.CrossEntropyLoss(), f"3x{size}x{size} image")
+
+
+def _huggingface(key: str, seq_len: int) -> Workload:
+    import transformers
+
+    family, overrides = HF_MODELS[key]
+    if family == "bert":
+        config: Any = transformers.BertConfig(**overrides)
+        model: nn.Module = transformers.BertForMaskedLM(config)
+        vocab = config.vocab_size
+    elif family == "gpt2":
+        config = transformers.GPT2Config(**overrides)
+        model = transformers.GPT2LMHeadModel(config)
+        vocab = config.vocab_size
+    else:
+        config = transformers.XLMConfig(**overrides)
+        model = transformers.XLMWithLMHeadModel(config)
+        vocab = config.vocab_size
+    limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    if limit is not None and seq_len > limit:
+        raise ProfileError(f"hf:{key} takes at most {limit} tokens per sample; got seq_len={seq_len}.")
+
+    def make_batch(batch_size: int) -> tuple[Any, Any]:
+        ids = torch.randint(0, vocab, (batch_size, seq_len))
+        return {"input_ids": ids, "labels": ids}, None
+
+    def loss_fn(output: Any, _target: Any) -> torch.Tensor:
+        return output.loss
+
+    return Workload(f"hf:{key}", "hf", model, make_batch, loss_fn, f"{seq_len} tokens")
+
+
+def _factory(path: str) -> Workload:
+    module_name, _, func_name = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ProfileError(f"cannot import '{module_name}' for model '{path}': {err}. Is it on PYTHONPATH?") from None
+    factory = getattr(module, func_name, None)
+    if not callable(factory):
+        raise ProfileError(f"'{module_name}' has no function '{func_name}' (model '{path}').")
+    made = factory()
+    if not (isinstance(made, tuple) and len(made) == 3 and isinstance(made[0], nn.Module)):
+        raise ProfileError(
+            f"'{path}' must return (model, make_batch, loss_fn) with model an nn.Module; got {type(made).__name__}."
+        )
+    model, make_batch, loss_fn = made
+    return Workload(path, "factory", model, make_batch, loss_fn, "factory-defined sample")

@@ -1,0 +1,100 @@
+"""Small models that are not in torchvision or transformers, as ``package.module:function`` factories.
+
+Each factory returns ``(model, make_batch, loss_fn)``: ``make_batch(batch_size)`` gives ``(inputs,
+target)`` on the CPU, and ``loss_fn(model(inputs), target)`` is a scalar. Use them as
+``srifty.compute.zoo:dlrm`` and so on. They need torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+Factory = tuple[nn.Module, Callable[[int], tuple[Any, Any]], Callable[[Any, Any], torch.Tensor]]
+
+
+class DLRMStyle(nn.Module):
+    """A DLRM-style recommender: bottom MLP on dense features, embedding bags for sparse ones, pairwise
+    dot-product interaction, top MLP (Naumov et al. 2019). Embedding gradients are dense, so data-parallel
+    training must all-reduce the whole tables: communication-heavy, as the paper's DLRM case study found.
+    """
+
+    def __init__(self, n_dense: int, table_rows: list[int], dim: int, top: list[int]) -> None:
+        super().__init__()
+        self.bottom = nn.Sequential(
+            nn.Linear(n_dense, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, dim), nn.ReLU()
+        )
+        self.tables = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode="sum") for rows in table_rows)
+        n_vectors = len(table_rows) + 1
+        n_inter = n_vectors * (n_vectors - 1) // 2
+        layers: list[nn.Module] = []
+        width = dim + n_inter
+        for out in top:
+            layers += [nn.Linear(width, out), nn.ReLU()]
+            width = out
+        layers.append(nn.Linear(width, 1))
+        self.top = nn.Sequential(*layers)
+        self._pairs = torch.triu_indices(n_vectors, n_vectors, offset=1)
+
+    def forward(self, dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+        x = self.bottom(dense)
+        embedded = [table(sparse[:, i : i + 1]) for i, table in enumerate(self.tables)]
+        vectors = torch.stack([x, *embedded], dim=1)
+        inter = torch.bmm(vectors, vectors.transpose(1, 2))[:, self._pairs[0], self._pairs[1]]
+        return self.top(torch.cat([x, inter], dim=1)).squeeze(1)
+
+
+def dlrm(n_tables: int = 8, rows_per_table: int = 100_000, dim: int = 64) -> Factory:
+    """DLRM-style model with ``n_tables`` tables of ``rows_per_table`` × ``dim`` (about 51M parameters)."""
+    model = DLRMStyle(13, [rows_per_table] * n_tables, dim, [512, 256])
+
+    def make_batch(batch_size: int) -> tuple[Any, Any]:
+        dense = torch.randn(batch_size, 13)
+        sparse = torch.randint(0, rows_per_table, (batch_size, n_tables))
+        return (dense, sparse), torch.randint(0, 2, (batch_size,)).float()
+
+    return model, make_batch, nn.BCEWithLogitsLoss()
+
+
+def mlp(width: int = 4096, depth: int = 4, n_in: int = 1024, n_classes: int = 1000) -> Factory:
+    """A wide MLP: few FLOPs per parameter, so communication-heavy under data parallelism."""
+    layers: list[nn.Module] = []
+    fan_in = n_in
+    for _ in range(depth):
+        layers += [nn.Linear(fan_in, width), nn.ReLU()]
+        fan_in = width
+    layers.append(nn.Linear(fan_in, n_classes))
+    model = nn.Sequential(*layers)
+
+    def make_batch(batch_size: int) -> tuple[Any, Any]:
+        return torch.randn(batch_size, n_in), torch.randint(0, n_classes, (batch_size,))
+
+    return model, make_batch, nn.CrossEntropyLoss()
+
+
+def tiny_mlp() -> Factory:
+    """A 3-layer MLP small enough for tests (about 20k parameters)."""
+    return mlp(width=64, depth=2, n_in=32, n_classes=10)
+
+
+def tiny_cnn() -> Factory:
+    """A small CNN on 32×32 images, for tests that need convolutions and several DDP buckets."""
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(4),
+        nn.Flatten(),
+        nn.Linear(32 * 16, 256),
+        nn.ReLU(),
+        nn.Linear(256, 10),
+    )
+
+    def make_batch(batch_size: int) -> tuple[Any, Any]:
+        return torch.randn(batch_size, 3, 32, 32), torch.randint(0, 10, (batch_size,))
+
+    return model, make_batch, nn.CrossEntropyLoss()

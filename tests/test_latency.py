@@ -1,0 +1,128 @@
+"""The piecewise-linear latency model and its adaptive probe placement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srifty.compute import LatencyModel, fit_latency_curve, fit_linear, fit_piecewise_linear
+from srifty.compute.latency import default_candidates
+from srifty.errors import ProfileError
+
+
+def hockey_stick(floor_ms: float, slope: float, knee: float):  # type: ignore[no-untyped-def]
+    """Flat at ``floor_ms`` up to ``knee``, then rising with ``slope`` ms per sample."""
+    return lambda b: max(floor_ms, floor_ms + slope * (b - knee))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    floor=st.floats(0.5, 200.0),
+    slope=st.floats(0.01, 20.0),
+    knee_exp=st.floats(0.0, 11.0),
+    max_exp=st.integers(3, 12),
+)
+def test_exact_recovery_of_hockey_sticks_at_candidates(
+    floor: float, slope: float, knee_exp: float, max_exp: int
+) -> None:
+    curve = hockey_stick(floor, slope, 2.0**knee_exp)
+    model = fit_latency_curve(curve, 2**max_exp)
+    cands = default_candidates(2**max_exp)
+    truth = np.array([curve(b) for b in cands])
+    np.testing.assert_allclose(model.predict_ms(cands), truth, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    floor=st.floats(1.0, 100.0),
+    slope=st.floats(0.05, 5.0),
+    knee_exp=st.floats(1.0, 9.0),
+    noise=st.floats(0.0, 0.02),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_recovery_with_noise_stays_within_noise(
+    floor: float, slope: float, knee_exp: float, noise: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    curve = hockey_stick(floor, slope, 2.0**knee_exp)
+    model = fit_latency_curve(lambda b: curve(b) * (1 + rng.uniform(-noise, noise)), 1024)
+    cands = default_candidates(1024)
+    truth = np.array([curve(b) for b in cands])
+    error = np.abs(model.predict_ms(cands) - truth)
+    # At the probes the model is within the noise (plus the monotone correction) of the truth...
+    probed = np.isin(cands, model.probe_batches)
+    assert np.all(error[probed] <= 2 * noise * truth[probed] + 1e-9)
+    # ...and elsewhere a line through two noisy probes is extrapolated, so errors scale with the noise
+    # times the largest latency measured, never more.
+    assert np.max(error) <= 6 * noise * truth.max() + 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ys=st.lists(st.floats(0.1, 1e4), min_size=2, max_size=10),
+    queries=st.lists(st.floats(0.5, 5000.0), min_size=2, max_size=20),
+)
+def test_predictions_are_monotone_and_non_negative(ys: list[float], queries: list[float]) -> None:
+    batches = [2**i for i in range(len(ys))]
+    model = fit_piecewise_linear(batches, ys)
+    q = np.sort(np.asarray(queries))
+    pred = model.predict_ms(q)
+    assert np.all(pred >= 0)
+    assert np.all(np.diff(pred) >= -1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(max_exp=st.integers(0, 13), n_probes=st.integers(2, 8))
+def test_measure_is_called_at_most_n_probes_times_never_twice(max_exp: int, n_probes: int) -> None:
+    calls: list[int] = []
+
+    def measure(batch: int) -> float:
+        calls.append(batch)
+        return 1.0 + 0.1 * batch
+
+    fit_latency_curve(measure, 2**max_exp, n_probes=n_probes)
+    assert len(calls) <= n_probes
+    assert len(calls) == len(set(calls))
+    assert all(1 <= b <= 2**max_exp for b in calls)
+
+
+def test_knee_is_found_between_probes() -> None:
+    model = fit_latency_curve(hockey_stick(10.0, 0.5, 40.0), 512)
+    assert model.knee_batch == pytest.approx(40.0)
+    assert len(model.probe_batches) == 4
+
+
+def test_linear_curve_has_no_knee_and_extrapolates() -> None:
+    model = fit_latency_curve(lambda b: 2.0 + 0.25 * b, 256)
+    assert model.knee_batch is None
+    assert model.predict_ms([512])[0] == pytest.approx(2.0 + 0.25 * 512)
+
+
+def test_custom_candidates_and_segments() -> None:
+    model = fit_latency_curve(lambda b: 5.0 + b, 100, candidates=[3, 10, 30, 100])
+    assert set(model.probe_batches) == {3, 10, 30, 100}
+    for _lo, _hi, alpha, beta in model.segments():
+        assert alpha == pytest.approx(1.0) and beta == pytest.approx(5.0)
+
+
+def test_round_trip_and_scaling() -> None:
+    model = fit_latency_curve(hockey_stick(3.0, 0.2, 16.0), 128)
+    again = LatencyModel.from_dict(model.to_dict())
+    assert again == model
+    np.testing.assert_allclose(model.scaled(2.0).predict_ms([1, 64]), 2 * model.predict_ms([1, 64]))
+
+
+def test_linear_baseline_through_all_points() -> None:
+    line = fit_linear([1, 2, 4, 8], [1.0, 2.0, 4.0, 8.0])
+    np.testing.assert_allclose(line.predict_ms([16]), [16.0])
+
+
+def test_bad_inputs_are_clear() -> None:
+    with pytest.raises(ProfileError, match="at least 2"):
+        fit_latency_curve(lambda b: 1.0, 8, n_probes=1)
+    with pytest.raises(ProfileError, match="positive and distinct"):
+        fit_piecewise_linear([1, 1], [1.0, 2.0])
+    with pytest.raises(ProfileError, match="max_batch must be at least 1"):
+        default_candidates(0)

@@ -1,0 +1,120 @@
+"""The profiler on real tiny models: end to end, the CLI, max-batch search, timeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+from srifty.compute import load_profile, profile_model  # noqa: E402
+from srifty.compute.profiler import ProfileOptions, find_max_batch  # noqa: E402
+from srifty.errors import ProfileError  # noqa: E402
+
+FAST = {"warmup_iters": 1, "timed_iters": 2, "threads": 1}
+
+
+@pytest.fixture(scope="module")
+def tiny_profile():  # type: ignore[no-untyped-def]
+    return profile_model("srifty.compute.zoo:tiny_cnn", ProfileOptions(max_batch_cap=16, **FAST))
+
+
+def test_profile_end_to_end(tiny_profile, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    p = tiny_profile
+    assert p.max_batch == 16 and p.max_batch_limited_by == "max_batch_cap"
+    assert len(p.samples) == 4 and {1, 8, 16} <= {s.batch for s in p.samples}
+    assert all(len(s.iter_ms) == 2 for s in p.samples)
+    for phase in ("fw", "bw", "step", "iter"):
+        preds = p.predict_ms(phase, [1, 4, 16])
+        assert (preds > 0).all()
+    assert p.device.kind == "cpu" and p.timing_method == "perf_counter"
+    assert p.memory.per_sample_bytes > 0 and len(p.memory_points) >= 2
+    # The classifier's gradients are ready before the first convolution's.
+    names = [q.name for q in p.params]
+    first_ready = names[p.ready_order[0]]
+    assert first_ready.startswith("8.") and names[p.ready_order[-1]].startswith("0.")
+    assert all(0.0 <= q.ready_frac <= 1.0 for q in p.params)
+    assert sum(b.size_bytes for b in p.buckets) == p.param_bytes
+    path = p.save(tmp_path / "p.json")
+    assert load_profile(path) == p
+
+
+def test_memory_limit_bounds_the_batch() -> None:
+    roomy = profile_model("srifty.compute.zoo:tiny_cnn", ProfileOptions(max_batch_cap=64, max_probes=2, **FAST))
+    budget = int(roomy.memory.peak_bytes(6))
+    tight = profile_model(
+        "srifty.compute.zoo:tiny_cnn",
+        ProfileOptions(max_batch_cap=64, max_probes=2, memory_limit_bytes=budget, **FAST),
+    )
+    assert tight.max_batch_limited_by == "memory_limit"
+    assert 2 <= tight.max_batch < 16
+    assert all(peak <= budget for b, peak in tight.memory_points if b <= tight.max_batch)
+
+
+@given(limit=st.integers(1, 5000), cap=st.integers(1, 5000))
+def test_find_max_batch_is_exact(limit: int, cap: int) -> None:
+    calls: list[int] = []
+
+    def fits(b: int) -> bool:
+        calls.append(b)
+        return b <= limit
+
+    assert find_max_batch(fits, cap) == min(limit, cap)
+    assert len(calls) <= 2 * max(cap, 2).bit_length() + 2
+
+
+def test_nothing_fits_is_a_clear_error() -> None:
+    with pytest.raises(ProfileError, match="not even a batch of 1"):
+        find_max_batch(lambda b: False, 8)
+
+
+def test_huggingface_config_model_profiles() -> None:
+    p = profile_model("hf:bert-tiny", ProfileOptions(max_batch_cap=4, max_probes=2, seq_len=16, **FAST))
+    assert p.model == "hf:bert-tiny" and p.n_params > 1_000_000
+    assert "16 tokens" in p.input_description
+
+
+def test_bad_requests_are_clear() -> None:
+    with pytest.raises(ProfileError, match="Did you mean 'resnet50'"):
+        profile_model("resnet51", ProfileOptions(**FAST))
+    if not torch.cuda.is_available():
+        with pytest.raises(ProfileError, match="no CUDA GPU"):
+            profile_model("resnet18", ProfileOptions(device="cuda", **FAST))
+    with pytest.raises(ProfileError, match="cannot import"):
+        profile_model("no_such_pkg.mod:f", ProfileOptions(**FAST))
+
+
+def test_cli_profile_and_show(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "tiny.json"
+    code, stdout, _ = cli(
+        "profile",
+        "--model",
+        "srifty.compute.zoo:tiny_mlp",
+        "--max-batch",
+        "8",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and out.is_file() and f"wrote {out}" in stdout
+    code, stdout, _ = cli("profile", "show", str(out))
+    assert code == 0 and "fitted latency model" in stdout and "tiny_mlp" in stdout
+
+
+def test_cli_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = cli("profile", "--model", "resnet51")
+    assert code == 2 and "Did you mean" in err and "Traceback" not in err
+    code, _, err = cli("profile", "--model", "resnet18", "--memory-limit", "lots")
+    assert code == 2 and "not a size" in err
+    code, _, err = cli("profile", "show", str(tmp_path / "none.json"))
+    assert code == 2 and "does not exist" in err
+    code, _, err = cli("profile")
+    assert code == 2 and "--model" in err
