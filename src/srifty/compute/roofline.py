@@ -11,7 +11,7 @@ Assumptions, stated once:
   throughput for 16-bit ops that carry FLOPs (matrix products, convolutions, attention), memory bandwidth
   for everything. TF32 is not modelled: an fp32 profile is estimated at the FP32 peak even on GPUs whose
   libraries use TF32 tensor cores for convolutions by default (Ampere and later).
-* A CPU has no datasheet row here, so the profiler measures its ceilings when profiling: the best rate of
+* A CPU has no datasheet row here, so the profiler measures its ceilings when profiling: the median rate of
   a large fp32 matrix product (and bf16 for a bf16 profile) and of a large copy. Measured ceilings are
   achieved rates, datasheet ceilings are peaks: a CPU-to-GPU ratio therefore assumes the GPU reaches its
   datasheet peak as well as the CPU reaches its measured one, which favours the GPU.
