@@ -337,9 +337,9 @@ def ceiling_range(profiles: dict[str, Profile]) -> str:
 
 def sources_table(profiles: dict[str, Profile]) -> list[str]:
     lines = [
-        "| source profile | precision | CPU batches | samples/s at max batch (CPU) | op groups "
+        "| source profile | measured at | precision | CPU batches | samples/s at max batch (CPU) | op groups "
         "| CPU ceilings measured |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for key, p in profiles.items():
         d = p.device
@@ -352,8 +352,8 @@ def sources_table(profiles: dict[str, Profile]) -> list[str]:
         rate = 1000.0 * p.max_batch / float(p.predict_ms("iter", p.max_batch))
         groups = len(p.work.records) if p.work else 0
         lines.append(
-            f"| `{source_path(key).relative_to(ROOT).as_posix()}` | {p.precision} | {probes} | {rate:.2f} | "
-            f"{groups} | {ceilings} |"
+            f"| `{source_path(key).relative_to(ROOT).as_posix()}` | {p.created_at} | {p.precision} | {probes} | "
+            f"{rate:.2f} | {groups} | {ceilings} |"
         )
     return lines
 
@@ -430,8 +430,9 @@ def report(reference: Path) -> None:
             "",
             *lines,
             "",
-            "Forward pass against DLE's published ResNet-50 *inference* sweeps (a subset of batches shown; all",
-            "36 rows are in the CSV). This is the only T4 data available: no T4 training figures were found.",
+            "Forward pass against DLE's published ResNet-50 *inference* sweeps (batches 1, 8, 64 and 256 shown;",
+            f"all {len(infer)} rows are in the CSV). This is the only T4 data available: no T4 training figures",
+            "were found.",
             "",
             *infer_lines,
             "",
