@@ -124,7 +124,7 @@ def test_cli_estimate_writes_marked_estimates(cli, cnn_profile, tmp_path: Path) 
     assert files == [f"srifty.compute.zoo-tiny_cnn__{g}.estimated.json" for g in ("A10G", "T4", "V100")]
     est = load_profile(tmp_path / files[1])
     assert est.estimated_from == "cpu" and est.device.gpu == "T4" and est.samples == ()
-    assert "--device cuda" in stdout and "on a T4 VM" in stdout
+    assert "--device cuda" in stdout and "on a VM with a T4 GPU" in stdout
     code, stdout, _ = cli("profile", "show", str(tmp_path / files[1]))
     assert code == 0 and "ESTIMATE (roofline) from cpu" in stdout and "ESTIMATED latency model" in stdout
     code, stdout, _ = cli("profile", "estimate", str(path), "--gpu", "T4", "--out", str(tmp_path), "--method", "paleo")

@@ -9,7 +9,14 @@ import typer
 from rich.table import Table
 
 from srifty.cli.console import err, out
-from srifty.compute import choose_source, estimate_profile, load_profile, paleo_profile, resolve_gpu
+from srifty.compute import (
+    choose_source,
+    estimate_profile,
+    load_profile,
+    measure_command,
+    paleo_profile,
+    resolve_gpu,
+)
 from srifty.compute.bundled import profile_filename
 from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SriftyError
@@ -21,17 +28,6 @@ def estimated_path(out_dir: Path, model: str, gpu: str, method: str) -> Path:
     """``<out>/<model>__<gpu>.estimated.json`` (``.paleo.json`` for Paleo): never a measured profile's name."""
     suffix = "estimated" if method == "roofline" else "paleo"
     return out_dir / profile_filename(model, f"{gpu}.{suffix}")
-
-
-def measure_command(p: Profile) -> str:
-    """The command that would measure ``p`` for real, on a VM with its GPU."""
-    extra = p.extra or {}
-    parts = [f"srifty profile --model {p.model} --device cuda --precision {p.precision} --optimizer {p.optimizer}"]
-    if p.model_kind == "hf" and extra.get("seq_len"):
-        parts.append(f"--seq-len {extra['seq_len']}")
-    if p.model_kind == "torchvision" and extra.get("image_size"):
-        parts.append(f"--image-size {extra['image_size']}")
-    return " ".join(parts)
 
 
 def estimate(
@@ -101,7 +97,8 @@ def estimate(
         )
     out.print(table)
     for path, result in written:
-        out.print(f"wrote {path} (estimate; measure it with: {measure_command(result)} on a {result.device.gpu} VM)")
+        where = f"on a VM with a {result.device.gpu} GPU"
+        out.print(f"wrote {path} (an estimate; to measure it, run {where}: {measure_command(result)})", soft_wrap=True)
     if failures:
         err.print("[bold red]error:[/bold red] " + " ".join(failures), soft_wrap=True)
         raise typer.Exit(2)

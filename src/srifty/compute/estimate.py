@@ -307,6 +307,17 @@ def assemble_estimate(
     )
 
 
+def measure_command(p: Profile) -> str:
+    """The one command that would measure ``p`` for real, on a VM with its GPU (for tables of estimates)."""
+    extra = p.extra or {}
+    parts = [f"srifty profile --model {p.model} --device cuda --precision {p.precision} --optimizer {p.optimizer}"]
+    if p.model_kind == "hf" and extra.get("seq_len"):
+        parts.append(f"--seq-len {extra['seq_len']}")
+    if p.model_kind == "torchvision" and extra.get("image_size"):
+        parts.append(f"--image-size {extra['image_size']}")
+    return " ".join(parts)
+
+
 @dataclass(frozen=True)
 class SourceChoice:
     """Which profile to estimate a GPU from, and why.
