@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from srifty.catalog import InstanceType
-from srifty.compute import LatencyModel, MemoryModel, PhaseSamples, Profile
+from srifty.compute import LatencyModel, MemoryModel, OpRecord, OpWork, PhaseSamples, Profile
 from srifty.compute.buckets import assign_buckets
 from srifty.compute.profile import DeviceInfo, ParamInfo
 
@@ -25,10 +25,14 @@ def synthetic_profile(
     bucket_cap_mb: float | None = 5.0,
     model: str = "synthetic",
     estimated_from: str | None = None,
+    work: OpWork | None = None,
+    peaks: tuple[float, float] | None = None,
+    created_at: str = "2026-01-01T00:00:00+00:00",
 ) -> Profile:
     """A profile with linear phases ``(alpha_ms, beta_ms)``, a relative spread ``cv`` and given parameters.
 
     Parameters become ready evenly through backward, last parameter first (as in a real network).
+    ``peaks`` (FLOP/s, bytes/s) records measured roofline ceilings in the device record (a CPU needs them).
     """
     n = len(param_mib)
     params = tuple(
@@ -51,7 +55,17 @@ def synthetic_profile(
         optimizer="sgd",
         n_params=sum(p.numel for p in params),
         param_bytes=sum(p.size_bytes for p in params),
-        device=DeviceInfo("cuda" if gpu else "cpu", gpu or "cpu", gpu, 1, 16 << 30, "test"),
+        device=DeviceInfo(
+            "cuda" if gpu else "cpu",
+            gpu or "cpu",
+            gpu,
+            1,
+            16 << 30,
+            "test",
+            peak_flops_per_s=None if peaks is None else peaks[0],
+            mem_bw_bytes_per_s=None if peaks is None else peaks[1],
+            peaks_source=None if peaks is None else "measured",
+        ),
         samples=tuple(samples),
         latency=models,
         memory=MemoryModel(1 << 30, 1 << 20),
@@ -66,9 +80,10 @@ def synthetic_profile(
         warmup_iters=1,
         timed_iters=2,
         timing_method="synthetic",
-        created_at="2026-01-01T00:00:00+00:00",
+        created_at=created_at,
         srifty_version="test",
         estimated_from=estimated_from,
+        work=work,
     )
 
 
@@ -101,3 +116,73 @@ def instance(
         rated_network_gbps=gbps,
         gpu=None,
     )
+
+
+def synthetic_work(
+    matmul_ms_per_sample: float = 1.0,
+    copy_ms_per_sample: float = 1.0,
+    step_ms: float = 0.5,
+    n_small: int = 0,
+    small_op_ms: float = 0.001,
+    peaks: tuple[float, float] = (8.1e12, 320e9),
+    batches: tuple[int, int] = (8, 64),
+) -> OpWork:
+    """Op counts whose times sit exactly on the roofline of a device with ``peaks`` (FLOP/s, bytes/s).
+
+    Forward is one FLOP-bound matrix product, backward one bandwidth-bound op, the step one bandwidth-bound
+    update; ``n_small`` tiny forward ops of ``small_op_ms`` each (no work) stand for host overhead.
+    """
+    flops_per_s, bytes_per_s = peaks
+
+    def pair(per_sample_ms: float, rate: float) -> tuple[float, float]:
+        return tuple(per_sample_ms * 1e-3 * rate * b for b in batches)  # type: ignore[return-value]
+
+    def times(per_sample_ms: float) -> tuple[float, float]:
+        return tuple(per_sample_ms * 1e-3 * b for b in batches)  # type: ignore[return-value]
+
+    records = [
+        OpRecord(
+            "fw",
+            "aten.mm.default",
+            "fc",
+            "float32",
+            1,
+            pair(matmul_ms_per_sample, flops_per_s),
+            (1e3, 1e3 + 1.0),
+            times(matmul_ms_per_sample),
+        ),
+        OpRecord(
+            "bw",
+            "aten.add.Tensor",
+            "fc",
+            "float32",
+            1,
+            (0.0, 0.0),
+            pair(copy_ms_per_sample, bytes_per_s),
+            times(copy_ms_per_sample),
+        ),
+        OpRecord(
+            "step",
+            "aten._foreach_add_.List",
+            "",
+            "float32",
+            1,
+            (0.0, 0.0),
+            (step_ms * 1e-3 * bytes_per_s,) * 2,
+            (step_ms * 1e-3,) * 2,
+        ),
+    ]
+    if n_small:
+        records.append(
+            OpRecord(
+                "fw",
+                "aten.view.default",
+                "fc",
+                "float32",
+                n_small,
+                (0.0, 0.0),
+                (0.0, 0.0),
+                (n_small * small_op_ms * 1e-3,) * 2,
+            )
+        )
+    return OpWork(batches=batches, records=tuple(records), timing_method="synthetic")

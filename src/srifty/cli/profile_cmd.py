@@ -1,4 +1,4 @@
-"""`srifty profile`: measure a model, and show profile files."""
+"""`srifty profile`: measure a model, show profile files, estimate profiles on other GPUs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from srifty.cli import estimate_cmd
 from srifty.cli.console import err, out
 from srifty.compute import load_profile
 from srifty.compute.bundled import profile_filename
@@ -18,10 +19,11 @@ from srifty.errors import ProfileError
 from srifty.units import BYTES_PER_GIB, BYTES_PER_MIB, parse_bytes
 
 app = typer.Typer(
-    help="Profile a PyTorch model's latency, memory and gradient timeline; show profile files.",
+    help="Profile a PyTorch model's latency, memory and gradient timeline; show profile files; estimate others.",
     invoke_without_command=True,
     no_args_is_help=False,
 )
+app.command("estimate")(estimate_cmd.estimate)
 
 
 def default_profile_path(model: str, device_label: str) -> Path:
@@ -49,6 +51,14 @@ def profile(
     bucket_cap_mb: Annotated[float | None, typer.Option(help="DDP bucket_cap_mb (default: DDP's own).")] = None,
     optimizer: Annotated[str, typer.Option(help="sgd or adam.")] = "sgd",
     seed: Annotated[int, typer.Option(help="Seed for weights and synthetic data.")] = 0,
+    op_counts: Annotated[
+        bool,
+        typer.Option(
+            "--op-counts/--no-op-counts",
+            help="Record per-op FLOPs, bytes and times and the device's ceilings (needed to estimate other GPUs).",
+        ),
+    ] = True,
+    op_iters: Annotated[int, typer.Option(help="Instrumented iterations per batch for the op counts.")] = 1,
 ) -> None:
     """Measure MODEL on a device and write a profile file (`srifty profile --model resnet18`)."""
     if ctx.invoked_subcommand is not None:
@@ -60,6 +70,8 @@ def profile(
     parse_model_name(model)
     if max_probes < 2:
         raise ProfileError(f"--max-probes must be at least 2, got {max_probes}")
+    if op_iters < 1:
+        raise ProfileError(f"--op-iters must be at least 1, got {op_iters}")
     try:
         limit = parse_bytes(memory_limit) if memory_limit else None
     except ValueError as error:
@@ -78,6 +90,8 @@ def profile(
         seq_len=seq_len,
         image_size=image_size,
         seed=seed,
+        count_ops=op_counts,
+        op_iters=op_iters,
     )
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -107,9 +121,34 @@ def show(path: Annotated[Path, typer.Argument(help="A profile file.")]) -> None:
     show_profile(load_profile(path))
 
 
+def _work_summary(p: Profile) -> str:
+    if p.work is None:
+        return "— (not recorded; cross-GPU estimates need them)"
+    b = p.work.batches[1]
+    gflop = [p.work.total_flops(ph, b) / b / 1e9 for ph in ("fw", "bw", "step")]
+    mib = [p.work.total_bytes(ph, b) / b / BYTES_PER_MIB for ph in ("fw", "bw")]
+    return (
+        f"{len(p.work.records)} op groups at batches {p.work.batches}; per sample fw {gflop[0]:.2f} / bw "
+        f"{gflop[1]:.2f} GFLOP, fw {mib[0]:,.0f} / bw {mib[1]:,.0f} MiB moved"
+    )
+
+
+def _ceilings(p: Profile) -> str:
+    d = p.device
+    if not (d.peak_flops_per_s and d.mem_bw_bytes_per_s):
+        return "— (not recorded)"
+    half = f", 16-bit {d.peak_tensor16_flops_per_s / 1e12:.2f} TFLOP/s" if d.peak_tensor16_flops_per_s else ""
+    return (
+        f"fp32 {d.peak_flops_per_s / 1e12:.3f} TFLOP/s{half}, {d.mem_bw_bytes_per_s / 1e9:,.1f} GB/s ({d.peaks_source})"
+    )
+
+
 def show_profile(p: Profile) -> None:
     """Rich tables for one profile."""
-    kind = f"estimated from {p.estimated_from}" if p.is_estimate else f"measured ({p.timing_method})"
+    if p.estimate is not None:
+        kind = f"[bold]ESTIMATE[/bold] ({p.estimate.method}) from {p.estimated_from}, not measured: {p.estimate.reason}"
+    else:
+        kind = f"estimated from {p.estimated_from}" if p.is_estimate else f"measured ({p.timing_method})"
     summary = Table(title=f"profile: {p.model} on {p.device.label}", show_header=False)
     summary.add_column("field")
     summary.add_column("value")
@@ -125,6 +164,12 @@ def show_profile(p: Profile) -> None:
         ("knee batch", "—" if knee is None else f"{knee:.1f}"),
         ("memory model", f"{base_gib:.3f} GiB + {per_sample_mib:.2f} MiB × batch"),
         ("DDP buckets", f"{len(p.buckets)} (bucket_cap_mb={p.bucket_cap_mb or 'default'})"),
+        ("op counts", _work_summary(p)),
+        ("roofline ceilings", _ceilings(p)),
+        (
+            "spread",
+            f"measured CV × {p.spread_scale:.2f}" + (" (estimate: source's spread, widened)" if p.is_estimate else ""),
+        ),
         ("torch", p.device.torch_version),
     ]:
         summary.add_row(field, value)
@@ -140,7 +185,7 @@ def show_profile(p: Profile) -> None:
             peak = "—" if s.peak_bytes is None else f"{s.peak_bytes / BYTES_PER_MIB:,.1f}"
             measured.add_row(str(s.batch), *cells, peak)
         out.print(measured)
-    curve = Table(title="fitted latency model (ms)")
+    curve = Table(title="ESTIMATED latency model (ms)" if p.is_estimate else "fitted latency model (ms)")
     curve.add_column("batch", justify="right")
     for phase in PHASES:
         curve.add_column(phase, justify="right")

@@ -1,7 +1,9 @@
-"""Compute stage: profile a real PyTorch model and model its latency and memory against batch size.
+"""Compute stage: profile a real PyTorch model and model its latency and memory against batch size; estimate
+its profile on GPUs nobody measured (roofline scaling op by op, :func:`estimate_profile`) and the Paleo
+baseline (:func:`paleo_profile`, :class:`PaleoBandwidthModel`).
 
-The data types and fitting functions here are pure numpy; measuring (:func:`profile_model`) needs torch
-and imports it only when called.
+The data types, fitting and estimating functions here are pure numpy; measuring (:func:`profile_model`)
+needs torch and imports it only when called.
 """
 
 from __future__ import annotations
@@ -9,10 +11,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from srifty.compute.buckets import Bucket, assign_buckets
+from srifty.compute.estimate import (
+    SourceChoice,
+    choose_source,
+    estimate_from,
+    estimate_profile,
+    measure_command,
+    pick_source,
+    resolve_gpu,
+    source_peaks,
+)
 from srifty.compute.latency import LatencyModel, fit_latency_curve, fit_linear, fit_piecewise_linear
 from srifty.compute.memory import MemoryModel, fit_memory_model
 from srifty.compute.names import parse_model_name
-from srifty.compute.profile import DeviceInfo, ParamInfo, PhaseSamples, Profile, load_profile
+from srifty.compute.paleo import paleo_profile
+from srifty.compute.paleo_net import PaleoBandwidthModel
+from srifty.compute.profile import DeviceInfo, EstimateInfo, ParamInfo, PhaseSamples, Profile, load_profile
+from srifty.compute.roofline import DevicePeaks, gpu_peaks, roofline_ratio, roofline_time_s
+from srifty.compute.work import OpRecord, OpWork
 
 if TYPE_CHECKING:
     from srifty.compute.profiler import ProfileOptions, ProgressFn
@@ -35,18 +51,35 @@ def profile_options(**kwargs: Any) -> ProfileOptions:
 __all__ = [
     "Bucket",
     "DeviceInfo",
+    "DevicePeaks",
+    "EstimateInfo",
     "LatencyModel",
     "MemoryModel",
+    "OpRecord",
+    "OpWork",
+    "PaleoBandwidthModel",
     "ParamInfo",
     "PhaseSamples",
     "Profile",
+    "SourceChoice",
     "assign_buckets",
+    "choose_source",
+    "estimate_from",
+    "estimate_profile",
     "fit_latency_curve",
     "fit_linear",
     "fit_memory_model",
     "fit_piecewise_linear",
+    "gpu_peaks",
     "load_profile",
+    "measure_command",
+    "paleo_profile",
     "parse_model_name",
+    "pick_source",
     "profile_model",
     "profile_options",
+    "resolve_gpu",
+    "roofline_ratio",
+    "roofline_time_s",
+    "source_peaks",
 ]

@@ -16,14 +16,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from srifty.artifacts import read_json_artifact, write_json_artifact
+from srifty.artifacts import Migration, read_json_artifact, write_json_artifact
 from srifty.compute.buckets import Bucket, assign_buckets
 from srifty.compute.latency import LatencyModel
 from srifty.compute.memory import MemoryModel
+from srifty.compute.work import OpWork
 from srifty.errors import ProfileError
 
 PROFILE_KIND = "profile"
-PROFILE_SCHEMA_VERSION = 1
+PROFILE_SCHEMA_VERSION = 2
 PHASES: tuple[str, ...] = ("fw", "bw", "step", "iter")
 Phase = Literal["fw", "bw", "step", "iter"]
 
@@ -88,6 +89,12 @@ class DeviceInfo:
         gpu: the catalog GPU name (``"T4"``, ``"H200"``), or ``None`` for a CPU.
         threads: intra-op threads used (CPU).
         memory_bytes: device memory (GPU) or the memory limit used (CPU).
+        peak_flops_per_s: roofline ceiling for fp32 matrix products: measured on a CPU, the datasheet
+            peak on a catalog GPU; ``None`` where unknown (schema-1 profiles).
+        peak_tensor16_flops_per_s: the same for bf16/fp16 matrix products, where known.
+        mem_bw_bytes_per_s: memory bandwidth ceiling (read plus write bytes per second).
+        peaks_source: how the ceilings were obtained, for example ``"measured: 2048x2048 fp32 matmul,
+            256 MiB copy"`` or ``"datasheet"``.
     """
 
     kind: str
@@ -97,11 +104,50 @@ class DeviceInfo:
     memory_bytes: int
     torch_version: str
     cuda_version: str | None = None
+    peak_flops_per_s: float | None = None
+    peak_tensor16_flops_per_s: float | None = None
+    mem_bw_bytes_per_s: float | None = None
+    peaks_source: str | None = None
 
     @property
     def label(self) -> str:
         """Short name: the catalog GPU name, or ``cpu``."""
         return self.gpu if self.gpu else self.kind
+
+
+@dataclass(frozen=True)
+class EstimateInfo:
+    """How an estimated profile was made. Everything in such a profile is a prediction, not a measurement.
+
+    Attributes:
+        method: ``"roofline"`` (scaled op by op from a measured profile) or ``"paleo"`` (analytical, from
+            op counts alone).
+        source_device: label of the profile it was made from (``"cpu"``, ``"V100"``).
+        source_device_name: that device's full name.
+        source_created_at: when the source was measured.
+        reason: why that source was used (closest of several, the only one, ...).
+        launch_floor_s: least time of one op on the target (roofline method), in seconds.
+        assumptions: the main assumptions, in words.
+    """
+
+    method: str
+    source_device: str
+    source_device_name: str
+    source_created_at: str
+    reason: str
+    launch_floor_s: float
+    assumptions: str
+
+
+@dataclass(frozen=True)
+class SpreadPoint:
+    """Coefficient of variation (std / mean) of each phase at one batch, carried into an estimate."""
+
+    batch: int
+    fw: float
+    bw: float
+    step: float
+    iter: float
 
 
 @dataclass(frozen=True)
@@ -136,6 +182,9 @@ class Profile:
     spread_scale: float = 1.0
     notes: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    work: OpWork | None = None
+    estimate: EstimateInfo | None = None
+    spread_points: tuple[SpreadPoint, ...] = ()
 
     def __post_init__(self) -> None:
         missing = [p for p in PHASES if p not in self.latency]
@@ -151,16 +200,26 @@ class Profile:
         """Mean latency of ``phase`` (``fw``, ``bw``, ``step`` or ``iter``) at ``batch``, in ms."""
         return self.latency[phase].predict_ms(batch)
 
+    def spread(self) -> tuple[SpreadPoint, ...]:
+        """Measured coefficient of variation per phase at each probed batch (an estimate's: its source's)."""
+        if not self.samples:
+            return self.spread_points
+        return tuple(
+            SpreadPoint(s.batch, *(s.std_ms(ph) / max(s.mean_ms(ph), 1e-12) for ph in PHASES)) for s in self.samples
+        )
+
     def cv(self, phase: str, batch: ArrayLike) -> NDArray[np.float64]:
         """Coefficient of variation (std / mean) of ``phase`` at ``batch``, times ``spread_scale``.
 
-        Interpolated linearly in log2(batch) between probed batches and held constant beyond them.
+        Interpolated linearly in log2(batch) between probed batches and held constant beyond them. A
+        profile with neither samples nor spread points assumes 5%.
         """
         b = np.log2(np.maximum(np.asarray(batch, dtype=float), 1e-9))
-        if not self.samples:
+        points = self.spread()
+        if not points:
             return np.full(np.shape(b), 0.05 * self.spread_scale)
-        xs = np.log2([s.batch for s in self.samples])
-        cvs = [s.std_ms(phase) / max(s.mean_ms(phase), 1e-12) for s in self.samples]
+        xs = np.log2([p.batch for p in points])
+        cvs = [getattr(p, phase) for p in points]
         order = np.argsort(xs)
         return np.interp(b, xs[order], np.asarray(cvs)[order]) * self.spread_scale
 
@@ -223,6 +282,9 @@ class Profile:
                 "bucket_cap_mb": self.bucket_cap_mb,
                 "buckets": [b.to_dict() for b in self.buckets],
             },
+            "estimate": None if self.estimate is None else self.estimate.__dict__,
+            "spread_points": [p.__dict__ for p in self.spread_points],
+            "work": None if self.work is None else self.work.to_dict(),
             "notes": self.notes,
             "extra": dict(self.extra),
         }
@@ -280,6 +342,9 @@ class Profile:
                 spread_scale=float(data.get("spread_scale", 1.0)),
                 notes=data.get("notes", ""),
                 extra=data.get("extra", {}),
+                work=None if data.get("work") is None else OpWork.from_dict(data["work"]),
+                estimate=None if data.get("estimate") is None else EstimateInfo(**data["estimate"]),
+                spread_points=tuple(SpreadPoint(**p) for p in data.get("spread_points", ())),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ProfileError(f"malformed profile: {type(err).__name__} {err}; regenerate it") from None
@@ -289,14 +354,34 @@ class Profile:
         return write_json_artifact(path, PROFILE_KIND, PROFILE_SCHEMA_VERSION, self.to_dict())
 
 
+def _migrate_v1(document: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 → 2: no op work counts, no roofline ceilings, no estimate record, no spread points.
+
+    A migrated profile loads and predicts as before; it cannot be the source of a cross-GPU estimate
+    (which needs op counts) until it is measured again.
+    """
+    out = dict(document)
+    device = dict(out.get("device", {}))
+    for key in ("peak_flops_per_s", "peak_tensor16_flops_per_s", "mem_bw_bytes_per_s", "peaks_source"):
+        device.setdefault(key, None)
+    out["device"] = device
+    out.setdefault("work", None)
+    out.setdefault("estimate", None)
+    out.setdefault("spread_points", [])
+    return out
+
+
+MIGRATIONS: dict[int, Migration] = {1: _migrate_v1}
+
+
 def load_profile(path: str | Path) -> Profile:
-    """Read a profile file (older schema versions are migrated).
+    """Read a profile file (older schema versions are migrated, see :data:`MIGRATIONS`).
 
     Raises:
         ArtifactError: missing file, wrong kind or unreadable version.
         ProfileError: malformed content.
     """
-    document = read_json_artifact(path, PROFILE_KIND, PROFILE_SCHEMA_VERSION)
+    document = read_json_artifact(path, PROFILE_KIND, PROFILE_SCHEMA_VERSION, MIGRATIONS)
     try:
         return Profile.from_dict(document)
     except ProfileError as err:

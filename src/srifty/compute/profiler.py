@@ -1,4 +1,5 @@
-"""Measure a real PyTorch model: largest batch, per-phase latency, memory, and the gradient timeline.
+"""Measure a real PyTorch model: largest batch, per-phase latency, memory, the gradient timeline, and the
+per-op work counts and device ceilings that cross-GPU estimates need.
 
 Timing uses CUDA events on a GPU and ``time.perf_counter`` on a CPU, with warm-up iterations discarded
 and every timed iteration kept. Needs torch (imported by the caller of this module only).
@@ -21,7 +22,10 @@ from srifty.compute.buckets import assign_buckets
 from srifty.compute.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
 from srifty.compute.latency import default_candidates, fit_latency_curve, fit_piecewise_linear
 from srifty.compute.memory import fit_memory_model
+from srifty.compute.opcount import record_work
+from srifty.compute.peaks import MeasuredPeaks, measure_peaks
 from srifty.compute.profile import PHASES, DeviceInfo, ParamInfo, PhaseSamples, Profile
+from srifty.compute.work import OpWork
 from srifty.compute.workloads import Workload, build_workload, call_model, to_device
 from srifty.errors import ProfileError
 
@@ -50,6 +54,10 @@ class ProfileOptions:
         seq_len: tokens per sample for ``hf:`` models.
         image_size: pixels per side for torchvision models (default: the model's native size).
         seed: seeds weights and synthetic data.
+        count_ops: record per-op FLOPs, bytes and times (one instrumented iteration at each of two batch
+            sizes) and the device's roofline ceilings, which cross-GPU estimates need.
+        op_iters: instrumented iterations per batch size for the op counts (per-op median time).
+        peak_seconds: about how long each ceiling measurement runs on a CPU (matmul, copy).
     """
 
     device: str = "cpu"
@@ -65,6 +73,9 @@ class ProfileOptions:
     seq_len: int = 128
     image_size: int | None = None
     seed: int = 0
+    count_ops: bool = True
+    op_iters: int = 1
+    peak_seconds: float = 0.5
 
 
 class _Trainer:
@@ -190,8 +201,29 @@ def find_max_batch(fits: Callable[[int], bool], cap: int) -> int:
     return good
 
 
-def _device_info(options: ProfileOptions, memory_limit: int) -> DeviceInfo:
+def device_ceilings(options: ProfileOptions) -> MeasuredPeaks:
+    """Roofline ceilings of the profiling device: the catalog's datasheet figures for a known GPU, else
+    measured (a CPU, or a GPU the catalog does not list)."""
     device = torch.device(options.device)
+    if device.type == "cuda":
+        from srifty.catalog import load_catalog
+
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        gpu = catalog_gpu_name(torch.cuda.get_device_properties(index).name)
+        spec = load_catalog().gpu_specs.get(gpu) if gpu else None
+        if spec is not None:
+            return MeasuredPeaks(spec.fp32_flops_per_s, spec.tensor16_flops_per_s, spec.mem_bw_bytes_per_s, "datasheet")
+    return measure_peaks(options.device, half=options.precision == "bf16", seconds=options.peak_seconds)
+
+
+def _device_info(options: ProfileOptions, memory_limit: int, peaks: MeasuredPeaks | None) -> DeviceInfo:
+    device = torch.device(options.device)
+    ceilings: dict[str, Any] = {
+        "peak_flops_per_s": None if peaks is None else peaks.flops_per_s,
+        "peak_tensor16_flops_per_s": None if peaks is None else peaks.tensor16_flops_per_s,
+        "mem_bw_bytes_per_s": None if peaks is None else peaks.mem_bw_bytes_per_s,
+        "peaks_source": None if peaks is None else peaks.description,
+    }
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)
@@ -203,6 +235,7 @@ def _device_info(options: ProfileOptions, memory_limit: int) -> DeviceInfo:
             memory_bytes=int(props.total_memory),
             torch_version=torch.__version__,
             cuda_version=torch.version.cuda,
+            **ceilings,
         )
     return DeviceInfo(
         kind="cpu",
@@ -211,7 +244,24 @@ def _device_info(options: ProfileOptions, memory_limit: int) -> DeviceInfo:
         threads=torch.get_num_threads(),
         memory_bytes=memory_limit,
         torch_version=torch.__version__,
+        **ceilings,
     )
+
+
+def work_batches(probed: list[int]) -> tuple[int, int]:
+    """The two batch sizes op counts are recorded at: the largest probe and the largest probe at most half
+    of it (so the pair spans a factor of two or more), else the smallest probe."""
+    hi = max(probed)
+    below = [b for b in probed if b <= hi // 2]
+    return (max(below) if below else min(probed)), hi
+
+
+def record_op_work(trainer: _Trainer, probed: list[int], options: ProfileOptions) -> tuple[OpWork | None, str]:
+    """Per-op counts at two probed batch sizes, or ``None`` and the reason when they cannot be paired."""
+    try:
+        return record_work(trainer, work_batches(probed), options.op_iters), ""
+    except ProfileError as err:
+        return None, f"op counts not recorded: {err}"
 
 
 def _check_device(options: ProfileOptions) -> None:
@@ -224,6 +274,8 @@ def _check_device(options: ProfileOptions) -> None:
         raise ProfileError(f"unknown precision '{options.precision}'; use fp32 or bf16")
     if options.timed_iters < 2:
         raise ProfileError("timed_iters must be at least 2, so the spread can be measured")
+    if options.op_iters < 1:
+        raise ProfileError(f"op_iters must be at least 1, got {options.op_iters}")
 
 
 def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | None = None) -> Profile:
@@ -232,7 +284,8 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     Steps: find the largest batch that fits (OOM search on a GPU, measured peak memory against a limit on a
     CPU); choose up to ``max_probes`` batch sizes with :func:`fit_latency_curve` and time each; fit
     forward, backward, step and iteration models on the same batches; fit the memory model; record the
-    gradient-ready timeline in a separate iteration and map it to DDP buckets.
+    gradient-ready timeline in a separate iteration and map it to DDP buckets; unless ``count_ops`` is off,
+    record per-op FLOPs, bytes and times at two probed batch sizes and the device's roofline ceilings.
     """
     _check_device(options)
     report = progress or (lambda stage, done, total: None)
@@ -304,7 +357,15 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         options.bucket_cap_mb,
         [p.dtype for p in params],
     )
-    device = _device_info(options, memory_limit)
+    work, note = None, ""
+    peaks = None
+    if options.count_ops:
+        report("op counts", 0, 2)
+        work, note = record_op_work(trainer, batches, options)
+        report("op counts", 1, 2)
+        peaks = device_ceilings(options)
+        report("op counts", 2, 2)
+    device = _device_info(options, memory_limit, peaks)
     trainer.release()
     return Profile(
         model=workload.name,
@@ -332,6 +393,8 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         srifty_version=__version__,
         extra={"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed},
+        work=work,
+        notes=note,
     )
 
 
