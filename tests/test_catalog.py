@@ -43,9 +43,7 @@ def test_find_filters_by_gpu_cloud_region_market() -> None:
 
 def test_unknown_names_suggest_the_closest() -> None:
     catalog = load_catalog()
-    with pytest.raises(
-        CatalogError, match=r"unknown instance type 'g4dn\.8xlarg'\. Did you mean 'g4dn\.8xlarge'"
-    ):
+    with pytest.raises(CatalogError, match=r"unknown instance type 'g4dn\.8xlarg'\. Did you mean 'g4dn\.8xlarge'"):
         catalog.get("g4dn.8xlarg")
     with pytest.raises(CatalogError, match="Did you mean 'T4'"):
         catalog.find(gpu="T5")

@@ -12,8 +12,6 @@ HEAVY = ("torch", "xgboost", "torchvision", "transformers", "optuna")
 
 @pytest.mark.parametrize("module", ["srifty", "srifty.catalog", "srifty.spec", "srifty.cli.main"])
 def test_import_is_light(module: str) -> None:
-    code = (
-        f"import sys, {module}\nheavy = [m for m in {HEAVY!r} if m in sys.modules]\nprint(','.join(heavy))\n"
-    )
+    code = f"import sys, {module}\nheavy = [m for m in {HEAVY!r} if m in sys.modules]\nprint(','.join(heavy))\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "", f"{module} imported {result.stdout.strip()}"

@@ -91,9 +91,7 @@ MALFORMED: list[tuple[str, object, str]] = [
 
 
 @pytest.mark.parametrize(("case", "data", "message"), MALFORMED, ids=[m[0] for m in MALFORMED])
-def test_malformed_spec_is_a_clear_cli_error(
-    tmp_path: Path, cli, case: str, data: object, message: str
-) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_spec_is_a_clear_cli_error(tmp_path: Path, cli, case: str, data: object, message: str) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / f"{case}.yaml"
     path.write_text("" if data is None else yaml.safe_dump(data))
     code, _, err = cli("plan", str(path))

@@ -90,8 +90,7 @@ def read_json_artifact(
     while version < current_version:
         if version not in steps:
             raise ArtifactError(
-                f"'{source}' is {kind} schema version {version}, which this srifty can no longer read; "
-                "regenerate it."
+                f"'{source}' is {kind} schema version {version}, which this srifty can no longer read; regenerate it."
             )
         document = steps[version](document)
         version += 1

@@ -84,8 +84,7 @@ class Catalog:
             self._check_cloud(cloud)
         if gpu is not None and gpu.lower() not in {g.lower() for g in self.gpu_names()}:
             raise CatalogError(
-                f"unknown GPU '{gpu}'.{did_you_mean(gpu, self.gpu_names())} "
-                f"Known GPUs: {', '.join(self.gpu_names())}."
+                f"unknown GPU '{gpu}'.{did_you_mean(gpu, self.gpu_names())} Known GPUs: {', '.join(self.gpu_names())}."
             )
         if region is not None and region not in self.regions(cloud):
             scope = f" for {cloud}" if cloud else ""
@@ -122,9 +121,7 @@ class Catalog:
     @staticmethod
     def _check_cloud(cloud: str) -> None:
         if cloud not in CLOUDS:
-            raise CatalogError(
-                f"unknown cloud '{cloud}'.{did_you_mean(cloud, CLOUDS)} Use one of {', '.join(CLOUDS)}."
-            )
+            raise CatalogError(f"unknown cloud '{cloud}'.{did_you_mean(cloud, CLOUDS)} Use one of {', '.join(CLOUDS)}.")
 
 
 @functools.lru_cache(maxsize=1)

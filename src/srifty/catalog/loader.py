@@ -102,9 +102,7 @@ def load_aws(gpus: dict[str, GpuSpec], network_gbps: dict[str, float]) -> list[I
 def load_azure(gpus: dict[str, GpuSpec]) -> list[InstanceType]:
     """Azure GPU VMs (``azure_gpu_vms.csv``); spot prices are regional, GPU memory from the datasheet."""
     out = []
-    for (name, region), rows in sorted(
-        _group(_rows("azure_gpu_vms.csv"), ("InstanceType", "Region")).items()
-    ):
+    for (name, region), rows in sorted(_group(_rows("azure_gpu_vms.csv"), ("InstanceType", "Region")).items()):
         first = rows[0]
         gpu = gpus.get(first["AcceleratorName"])
         count = GPU_COUNT_CORRECTIONS.get(("azure", name), int(float(first["AcceleratorCount"])))

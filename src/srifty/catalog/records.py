@@ -108,8 +108,7 @@ class InstanceType:
             return self.on_demand_usd_per_hour
         if not self.spot_usd_per_hour_by_zone:
             raise CatalogError(
-                f"{self.name} has no spot price in {self.region} in the bundled catalog; "
-                "use market: on_demand for it."
+                f"{self.name} has no spot price in {self.region} in the bundled catalog; use market: on_demand for it."
             )
         by_zone = dict(self.spot_usd_per_hour_by_zone)
         if zone is None:

@@ -55,8 +55,7 @@ def _describe_error(err: dict[str, Any]) -> str:
         valid = sorted(model.model_fields)
         parent = _dotted(loc[:-1]) or "the spec"
         return (
-            f"unknown key '{loc[-1]}' in {parent}.{did_you_mean(str(loc[-1]), valid)} "
-            f"Valid keys: {', '.join(valid)}."
+            f"unknown key '{loc[-1]}' in {parent}.{did_you_mean(str(loc[-1]), valid)} Valid keys: {', '.join(valid)}."
         )
     if kind == "missing":
         example = REQUIRED_EXAMPLES.get(generic)
@@ -121,13 +120,9 @@ def check_against_catalog(spec: JobSpec, catalog: Catalog, source: str = "spec")
         except CatalogError as err:
             raise SpecError(f"{where}.instance_type: {err}") from None
         if cand.market == "spot" and not instance.has_spot:
-            raise SpecError(
-                f"{where}: {cand.instance_type} has no spot market in {spec.region}; use on_demand."
-            )
+            raise SpecError(f"{where}: {cand.instance_type} has no spot market in {spec.region}; use on_demand.")
         if cand.market == "on_demand" and not instance.has_on_demand:
-            raise SpecError(
-                f"{where}: {cand.instance_type} has no on-demand price in {spec.region}; use spot."
-            )
+            raise SpecError(f"{where}: {cand.instance_type} has no on-demand price in {spec.region}; use spot.")
         if cand.zone is not None:
             try:
                 instance.price_usd_per_hour(cand.market, cand.zone)
