@@ -1,0 +1,249 @@
+"""The iteration simulator: ``t_iter = t_fw + max(t_bw, t_pe) + t_step`` (paper, section "Simulator").
+
+Compute: every GPU rank draws its forward+backward time each iteration from a normal distribution whose
+mean is its type's latency model at its local batch and whose standard deviation is the spread measured
+while profiling, scaled to that batch. Synchronous training waits for the slowest rank, so per iteration
+and group we draw the *maximum* of ``n`` such normals directly (inverse CDF of ``Φ(z)^n``), which is exact
+for independent ranks and costs one draw per group instead of one per rank. The slowest group's
+forward/backward split gives ``t_fw`` and ``t_bw``; the step time is the slowest rank's, drawn the same way.
+
+Communication: the event-driven allreduce (:mod:`srifty.sim.allreduce`) over the slowest type's DDP
+buckets, started at their ready fractions of that iteration's ``t_bw``. ``t_pe`` is a non-decreasing,
+piecewise-linear function of ``t_bw``; it is simulated at three values of ``t_bw`` around the mean and
+interpolated, and cached by (slowest type, its batch, world size, VM count, types present), so the
+planner can call the simulator tens of thousands of times.
+
+All randomness comes from the ``numpy.random.Generator`` passed in; nothing reads the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import ndtri
+
+from srifty.catalog import InstanceType
+from srifty.compute.profile import Profile
+from srifty.errors import ProfileError, SriftyError
+from srifty.sim.allreduce import OverlapMode, bus_bytes, simulate_allreduce
+from srifty.sim.config import Config
+from srifty.sim.netquery import BusBandwidthModel, bus_cap_bytes_per_s, busbw_bytes_per_s
+from srifty.sim.result import SimResult
+
+TransferMode = Literal["bucket", "layer"]
+MS = 1e-3
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Simulator settings.
+
+    Attributes:
+        iters: iterations sampled per call.
+        transfers: ``"bucket"`` (one allreduce per DDP bucket, as DDP does) or ``"layer"`` (per parameter).
+        overlap: ``"fair_share"`` (the paper's sharing rule) or ``"sequential"`` (one stream).
+        bucket_cap_mb: re-bucket with this DDP ``bucket_cap_mb``; ``None`` keeps the profile's buckets.
+        spread_scale: multiplies every measured standard deviation (1 = as measured).
+    """
+
+    iters: int = 100
+    transfers: TransferMode = "bucket"
+    overlap: OverlapMode = "fair_share"
+    bucket_cap_mb: float | None = None
+    spread_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class _GroupCompute:
+    fw_ms: float
+    bw_ms: float
+    step_ms: float
+    compute_std_ms: float
+    step_std_ms: float
+
+
+class Simulator:
+    """Simulates configurations against fixed profiles and a bandwidth model, caching shared work.
+
+    Args:
+        profiles: profile per instance type name or per catalog GPU name (the instance name wins).
+        net_model: a bus-bandwidth model (see :class:`~srifty.sim.netquery.BusBandwidthModel`).
+        options: :class:`SimOptions`.
+    """
+
+    def __init__(
+        self, profiles: Mapping[str, Profile], net_model: BusBandwidthModel, options: SimOptions | None = None
+    ):
+        self.profiles = dict(profiles)
+        self.net_model = net_model
+        self.options = options or SimOptions()
+        if self.options.iters < 1:
+            raise SriftyError("the simulator needs at least one iteration")
+        self._compute_cache: dict[tuple[int, int], _GroupCompute] = {}
+        self._pe_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], NDArray[np.float64], float, int]] = {}
+
+    def profile_for(self, instance: InstanceType) -> Profile:
+        """The profile used for ``instance``.
+
+        Raises:
+            ProfileError: none for its name or its GPU, naming the command that would make one.
+        """
+        found = self.profiles.get(instance.name) or self.profiles.get(instance.gpu_name)
+        if found is None:
+            known = ", ".join(sorted(self.profiles)) or "none"
+            raise ProfileError(
+                f"no compute profile for {instance.name} ({instance.gpu_name}); profiles given: {known}. "
+                f"Measure one on that GPU with `srifty profile --model MODEL --device cuda`, "
+                "or estimate one with `srifty profile estimate`."
+            )
+        return found
+
+    def _group_compute(self, profile: Profile, batch: int) -> _GroupCompute:
+        key = (id(profile), batch)
+        hit = self._compute_cache.get(key)
+        if hit is None:
+            fw, bw, st = (float(profile.predict_ms(ph, batch)) for ph in ("fw", "bw", "step"))
+            scale = self.options.spread_scale
+            s_fw, s_bw, s_st = (float(profile.std_ms(ph, batch)) * scale for ph in ("fw", "bw", "step"))
+            hit = _GroupCompute(fw, bw, st, float(np.hypot(s_fw, s_bw)), s_st)
+            self._compute_cache[key] = hit
+        return hit
+
+    def _transfers(self, profile: Profile) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(start fraction of backward, gradient bytes) per transfer."""
+        if self.options.transfers == "layer":
+            order = list(profile.ready_order)
+            fracs = np.array([profile.params[i].ready_frac for i in order])
+            sizes = np.array([profile.params[i].size_bytes for i in order], dtype=float)
+            return fracs, sizes
+        buckets = (
+            profile.buckets if self.options.bucket_cap_mb is None else profile.rebucket(self.options.bucket_cap_mb)
+        )
+        return np.array([b.start_frac for b in buckets]), np.array([b.size_bytes for b in buckets], dtype=float)
+
+    def _pe_curve(
+        self, config: Config, slowest: InstanceType, profile: Profile, bw_ms: float, cv: float
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, int]:
+        """``(t_bw grid s, t_pe grid s, b_cap, n_transfers)`` for this configuration's network."""
+        types = tuple(sorted({(g.instance.name, g.instance.region) for g in config.groups}))
+        key = (id(profile), slowest.name, bw_ms, config.world_size, config.n_vms, types, self.options)
+        hit = self._pe_cache.get(key)
+        if hit is not None:
+            return hit
+        fracs, sizes = self._transfers(profile)
+        world = config.world_size
+        instances = [g.instance for g in config.groups]
+        mean_bw_s = bw_ms * MS
+        grid = np.array([max(1.0 - 3.0 * cv, 0.05), 1.0, 1.0 + 3.0 * cv]) * mean_bw_s
+        if world <= 1 or len(sizes) == 0:
+            hit = (grid, np.zeros_like(grid), float("inf"), 0)
+        else:
+            busbw = busbw_bytes_per_s(self.net_model, sizes, world, config.n_vms, instances)
+            cap = bus_cap_bytes_per_s(self.net_model, world, config.n_vms, instances)
+            moved = bus_bytes(sizes, world)
+            pe = np.array(
+                [simulate_allreduce(fracs * t_bw, moved, busbw, cap, self.options.overlap).end_s for t_bw in grid]
+            )
+            hit = (grid, np.maximum.accumulate(pe), cap, len(sizes))
+        self._pe_cache[key] = hit
+        return hit
+
+    def simulate(self, config: Config, rng: np.random.Generator) -> SimResult:
+        """Predict the iteration-time distribution of ``config``."""
+        iters = self.options.iters
+        groups = config.groups
+        computes = [self._group_compute(self.profile_for(g.instance), g.local_batch) for g in groups]
+        ranks = np.array([g.n_gpus for g in groups], dtype=float)
+        # Maximum of n iid standard normals: Φ^{-1}(U^{1/n}).
+        u = rng.random((2, iters, len(groups)))
+        z_compute = ndtri(u[0] ** (1.0 / ranks))
+        z_step = ndtri(u[1] ** (1.0 / ranks))
+        means = np.array([c.fw_ms + c.bw_ms for c in computes])
+        stds = np.array([c.compute_std_ms for c in computes])
+        totals = means + stds * z_compute
+        slow_idx = np.argmax(totals, axis=1)
+        total = totals[np.arange(iters), slow_idx]
+        fw_share = np.array([c.fw_ms / max(c.fw_ms + c.bw_ms, 1e-12) for c in computes])[slow_idx]
+        t_fw = total * fw_share * MS
+        t_bw = total * (1.0 - fw_share) * MS
+        steps = np.array([c.step_ms for c in computes]) + np.array([c.step_std_ms for c in computes]) * z_step
+        t_step = np.maximum(steps.max(axis=1), 0.0) * MS
+        t_fw = np.maximum(t_fw, 0.0)
+        t_bw = np.maximum(t_bw, 0.0)
+
+        slowest_index = int(np.argmax(means))
+        slowest = groups[slowest_index]
+        slow_profile = self.profile_for(slowest.instance)
+        slow_compute = computes[slowest_index]
+        cv = slow_compute.compute_std_ms / max(means[slowest_index], 1e-12)
+        grid, pe_grid, cap, n_transfers = self._pe_curve(config, slowest.instance, slow_profile, slow_compute.bw_ms, cv)
+        t_pe = np.interp(t_bw, grid, pe_grid) + np.where(
+            t_bw > grid[-1], (t_bw - grid[-1]) * _end_slope(grid, pe_grid), 0.0
+        )
+        t_iter = t_fw + np.maximum(t_bw, t_pe) + t_step
+        ordered = np.sort(t_iter)
+        mean = float(ordered.sum()) / iters
+        p5, p50, p95 = (_percentile(ordered, q) for q in (5.0, 50.0, 95.0))
+        exposed = np.maximum(t_pe - t_bw, 0.0)
+        estimated = any(self.profile_for(g.instance).is_estimate for g in groups)
+        return SimResult(
+            config=config.notation(),
+            world_size=config.world_size,
+            global_batch=config.global_batch,
+            iters=iters,
+            iter_mean_s=mean,
+            iter_std_s=float(np.sqrt(((ordered - mean) ** 2).sum() / (iters - 1))) if iters > 1 else 0.0,
+            iter_p5_s=p5,
+            iter_p50_s=p50,
+            iter_p95_s=p95,
+            fw_mean_s=float(t_fw.sum()) / iters,
+            bw_mean_s=float(t_bw.sum()) / iters,
+            step_mean_s=float(t_step.sum()) / iters,
+            pe_mean_s=float(t_pe.sum()) / iters,
+            comm_exposed_mean_s=float(exposed.sum()) / iters,
+            throughput_samples_per_s=config.global_batch / mean,
+            b_cap_bytes_per_s=cap,
+            n_transfers=n_transfers,
+            slowest_group=slowest.notation(),
+            estimated_profiles=estimated,
+        )
+
+
+def _percentile(ordered: NDArray[np.float64], q: float) -> float:
+    """``np.percentile(x, q)`` (linear method) of an already sorted array, without its overhead."""
+    position = (len(ordered) - 1) * q / 100.0
+    lo = int(position)
+    hi = min(lo + 1, len(ordered) - 1)
+    return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (position - lo))
+
+
+def _end_slope(grid: NDArray[np.float64], values: NDArray[np.float64]) -> float:
+    span = grid[-1] - grid[-2]
+    return float((values[-1] - values[-2]) / span) if span > 0 else 0.0
+
+
+def simulate(
+    config: Config,
+    profiles: Mapping[str, Profile],
+    net_model: BusBandwidthModel,
+    iters: int = 100,
+    rng: np.random.Generator | int = 0,
+    **options: object,
+) -> SimResult:
+    """Predict the iteration time of ``config`` (one-off; use :class:`Simulator` for many calls).
+
+    Args:
+        config: the configuration (see :func:`srifty.sim.parse_config`).
+        profiles: compute profile per instance type name or GPU name.
+        net_model: bus-bandwidth model.
+        iters: iterations to sample.
+        rng: a ``numpy.random.Generator``, or a seed for one.
+        **options: further :class:`SimOptions` fields.
+    """
+    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    sim = Simulator(profiles, net_model, SimOptions(iters=iters, **options))  # type: ignore[arg-type]
+    return sim.simulate(config, generator)

@@ -1,0 +1,74 @@
+"""The event-driven allreduce simulator: sharing rule, monotonicity, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srifty.sim import bus_bytes, simulate_allreduce
+
+transfers = st.lists(st.tuples(st.floats(0, 1.0), st.floats(1e3, 1e9), st.floats(1e6, 1e10)), min_size=1, max_size=12)
+
+
+def test_one_transfer_alone_finishes_in_size_over_busbw() -> None:
+    trace = simulate_allreduce([0.25], [3e8], [1e9], cap_bytes_per_s=5e9)
+    assert trace.end_s == pytest.approx(0.25 + 0.3)
+
+
+def test_bus_bytes_formula() -> None:
+    assert bus_bytes([100.0], 4)[0] == pytest.approx(2 * 100 * 3 / 4)
+    assert bus_bytes([100.0], 1)[0] == 0.0
+
+
+def test_two_concurrent_transfers_under_the_cap_run_at_full_speed() -> None:
+    trace = simulate_allreduce([0.0, 0.0], [1e9, 1e9], [1e9, 1e9], cap_bytes_per_s=3e9)
+    np.testing.assert_allclose(trace.finish_s, [1.0, 1.0])
+
+
+def test_two_concurrent_transfers_over_the_cap_share_fairly() -> None:
+    trace = simulate_allreduce([0.0, 0.0], [1e9, 1e9], [1e9, 1e9], cap_bytes_per_s=1e9)
+    np.testing.assert_allclose(trace.finish_s, [2.0, 2.0])
+
+
+def test_rates_are_recomputed_when_one_finishes() -> None:
+    # Both share 1e9 (0.5e9 each) until the small one ends at 0.2 s; the big one then runs alone.
+    trace = simulate_allreduce([0.0, 0.0], [1e8, 1e9], [1e9, 1e9], cap_bytes_per_s=1e9)
+    assert trace.finish_s[0] == pytest.approx(0.2)
+    assert trace.finish_s[1] == pytest.approx(0.2 + (1e9 - 1e8) / 1e9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    base=transfers,
+    extra=st.tuples(st.floats(0, 1.0), st.floats(1e3, 1e9), st.floats(1e6, 1e10)),
+    cap=st.floats(1e6, 1e10),
+)
+def test_adding_a_transfer_never_makes_another_finish_earlier(base, extra, cap) -> None:  # type: ignore[no-untyped-def]
+    starts, sizes, bws = map(list, zip(*base, strict=True))
+    before = simulate_allreduce(starts, sizes, bws, cap)
+    after = simulate_allreduce([*starts, extra[0]], [*sizes, extra[1]], [*bws, extra[2]], cap)
+    assert np.all(after.finish_s[:-1] >= before.finish_s - 1e-9 * np.maximum(before.finish_s, 1.0))
+
+
+@settings(max_examples=100, deadline=None)
+@given(base=transfers, cap=st.floats(1e6, 1e10))
+def test_each_transfer_takes_at_least_its_solo_time_and_is_deterministic(base, cap) -> None:  # type: ignore[no-untyped-def]
+    starts, sizes, bws = (np.array(x) for x in zip(*base, strict=True))
+    trace = simulate_allreduce(starts, sizes, bws, cap)
+    solo = sizes / bws
+    assert np.all(trace.finish_s - starts >= solo * (1 - 1e-9))
+    again = simulate_allreduce(starts, sizes, bws, cap)
+    np.testing.assert_array_equal(trace.finish_s, again.finish_s)
+
+
+def test_sequential_mode_runs_one_at_a_time() -> None:
+    trace = simulate_allreduce([0.0, 0.0, 5.0], [1e9, 1e9, 1e9], [1e9, 1e9, 1e9], 1e10, mode="sequential")
+    np.testing.assert_allclose(trace.finish_s, [1.0, 2.0, 6.0])
+
+
+def test_no_transfers_and_bad_input() -> None:
+    assert simulate_allreduce([], [], [], 1.0).end_s == 0.0
+    with pytest.raises(Exception, match="positive"):
+        simulate_allreduce([0.0], [1.0], [0.0], 1.0)

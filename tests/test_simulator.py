@@ -1,0 +1,103 @@
+"""The iteration simulator on synthetic profiles and bandwidth models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srifty.errors import ProfileError, SpecError
+from srifty.sim import SimOptions, Simulator, make_config, parse_config, simulate
+from tests.factories import ConstantBusBandwidth, instance, synthetic_profile
+
+FAST_NET = ConstantBusBandwidth(1e12)
+
+
+def test_no_variance_single_vm_is_the_latency_model() -> None:
+    profile = synthetic_profile(cv=0.0)
+    config = make_config([(instance(), 1, 32)])
+    result = simulate(config, {"T4": profile}, FAST_NET, iters=10, rng=0)
+    expected_ms = float(profile.predict_ms("fw", 32) + profile.predict_ms("bw", 32) + profile.predict_ms("step", 32))
+    assert result.iter_mean_s == pytest.approx(expected_ms / 1000)
+    assert result.throughput_samples_per_s == pytest.approx(32 / result.iter_mean_s)
+    assert result.pe_mean_s == 0.0 and result.world_size == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cv=st.floats(0.0, 0.3),
+    counts=st.lists(st.integers(1, 16), min_size=1, max_size=3),
+    batches=st.lists(st.integers(1, 256), min_size=3, max_size=3),
+    busbw=st.floats(1e6, 1e11),
+    seed=st.integers(0, 1000),
+)
+def test_iteration_is_at_least_compute_and_deterministic(cv, counts, batches, busbw, seed) -> None:  # type: ignore[no-untyped-def]
+    profile = synthetic_profile(cv=cv)
+    types = [instance(f"t{i}", gpus=1 + i) for i in range(len(counts))]
+    config = make_config([(t, c, b) for t, c, b in zip(types, counts, batches, strict=False)])
+    sim = Simulator({"T4": profile}, ConstantBusBandwidth(busbw), SimOptions(iters=50))
+    a = sim.simulate(config, np.random.default_rng(seed))
+    b = Simulator({"T4": profile}, ConstantBusBandwidth(busbw), SimOptions(iters=50)).simulate(
+        config, np.random.default_rng(seed)
+    )
+    assert a == b
+    assert a.iter_mean_s >= a.fw_mean_s + a.bw_mean_s + a.step_mean_s - 1e-12
+    assert a.iter_p5_s <= a.iter_p50_s <= a.iter_p95_s
+
+
+def test_slowest_vm_dominates() -> None:
+    fast, slow = synthetic_profile(bw=(1.0, 1.0), gpu="A10G"), synthetic_profile(bw=(10.0, 1.0), gpu="T4")
+    profiles = {"A10G": fast, "T4": slow}
+    a10 = instance("fast.vm", gpu="A10G")
+    t4 = instance("slow.vm", gpu="T4")
+    mixed = simulate(make_config([(a10, 8, 64), (t4, 1, 64)]), profiles, FAST_NET, iters=200, rng=1)
+    slow_alone = simulate(make_config([(t4, 1, 64)]), profiles, FAST_NET, iters=200, rng=1)
+    fast_alone = simulate(make_config([(a10, 8, 64)]), profiles, FAST_NET, iters=200, rng=1)
+    assert mixed.slowest_group == "1xslow.vm@64"
+    assert mixed.iter_mean_s >= slow_alone.iter_mean_s - 1e-9
+    assert mixed.iter_mean_s > fast_alone.iter_mean_s
+
+
+def test_more_vms_make_the_straggler_slower() -> None:
+    profile = synthetic_profile(cv=0.1)
+    t4 = instance()
+    few = simulate(make_config([(t4, 1, 64)]), {"T4": profile}, FAST_NET, iters=2000, rng=3)
+    many = simulate(make_config([(t4, 32, 64)]), {"T4": profile}, FAST_NET, iters=2000, rng=3)
+    assert many.fw_mean_s + many.bw_mean_s > 1.05 * (few.fw_mean_s + few.bw_mean_s)
+
+
+def test_slow_network_exposes_communication() -> None:
+    profile = synthetic_profile(cv=0.0, param_mib=(100.0,) * 4)
+    t4 = instance()
+    config = make_config([(t4, 4, 8)])
+    slow = simulate(config, {"T4": profile}, ConstantBusBandwidth(1e8), iters=5, rng=0)
+    # 400 MiB of gradients over 4 ranks at 100 MB/s bus bandwidth: 2·s·3/4 / b per byte moved.
+    wire_s = 2 * 400 * 2**20 * 3 / 4 / 1e8
+    assert slow.comm_exposed_mean_s > 0.5 * wire_s
+    assert slow.iter_mean_s >= slow.fw_mean_s + wire_s * 0.99
+
+
+def test_layer_mode_and_sequential_overlap_run() -> None:
+    profile = synthetic_profile(cv=0.05)
+    config = make_config([(instance(), 4, 16)])
+    by_layer = simulate(config, {"T4": profile}, ConstantBusBandwidth(1e9), iters=20, rng=0, transfers="layer")
+    sequential = simulate(config, {"T4": profile}, ConstantBusBandwidth(1e9), iters=20, rng=0, overlap="sequential")
+    assert by_layer.n_transfers == 4 and sequential.n_transfers == len(profile.buckets)
+
+
+def test_missing_profile_names_the_fix() -> None:
+    with pytest.raises(ProfileError, match="srifty profile"):
+        simulate(make_config([(instance(gpu="V100"), 1, 8)]), {"T4": synthetic_profile()}, FAST_NET)
+
+
+def test_parse_config_notation() -> None:
+    config = parse_config("4xg4dn.12xlarge@64, 2xp3.8xlarge@128[spot]", region="us-east-1")
+    assert config.notation() == "4xg4dn.12xlarge@64,2xp3.8xlarge@128"
+    assert config.world_size == 4 * 4 + 2 * 4
+    assert config.global_batch == 16 * 64 + 8 * 128
+    assert config.groups[1].market == "spot" and config.groups[0].market == "on_demand"
+    with pytest.raises(SpecError, match="<count>x<instance>@<local batch>"):
+        parse_config("4 g4dn@64", region="us-east-1")
+    with pytest.raises(SpecError, match=r"Did you mean 'g4dn\.12xlarge'"):
+        parse_config("4xg4dn.12xlarg@64", region="us-east-1")
