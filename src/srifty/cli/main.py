@@ -9,13 +9,12 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd, profile_cmd
+from srifty.cli import catalog_cmd, plan_cmd, profile_cmd
 from srifty.cli.console import err
 from srifty.errors import NotBuiltYetError, SriftyError
 
@@ -31,6 +30,8 @@ app = typer.Typer(
 )
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(profile_cmd.app, name="profile")
+app.command("plan")(plan_cmd.plan_command)
+app.command("simulate")(plan_cmd.simulate_command)
 
 
 def _version(value: bool) -> None:
@@ -54,15 +55,6 @@ def _not_built(command: str, issue: int) -> None:
 
 
 @app.command()
-def plan(spec: Annotated[Path, typer.Argument(help="Job spec YAML.")]) -> None:
-    """Plan the cheapest or fastest VM configuration for a job spec."""
-    from srifty.spec import load_spec
-
-    load_spec(spec)
-    _not_built("plan", 6)
-
-
-@app.command()
 def probe() -> None:
     """Measure allreduce bus bandwidth with torch.distributed."""
     _not_built("probe", 4)
@@ -72,12 +64,6 @@ def probe() -> None:
 def fit_net() -> None:
     """Fit the bus-bandwidth model from probe files."""
     _not_built("fit-net", 4)
-
-
-@app.command()
-def simulate() -> None:
-    """Predict the iteration time of one configuration."""
-    _not_built("simulate", 5)
 
 
 @app.command("run")

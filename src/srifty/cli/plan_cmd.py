@@ -1,0 +1,210 @@
+"""`srifty plan` and `srifty simulate`: the user-facing commands over :mod:`srifty.plan` and :mod:`srifty.sim`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from srifty.cli.console import err, out
+from srifty.errors import InfeasiblePlanError, SpecError
+from srifty.plan.evaluate import Scored
+from srifty.plan.result import Plan
+
+METHODS = ("srifty", "apm", "cgf", "fgf", "paleo")
+
+
+def _config_table(title: str, s: Scored, problem_deadline: float | None) -> Table:
+    table = Table(title=title)
+    for column in ("group", "GPUs/VM", "market", "local batch", "$/h (group)", "grad weight"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    for g in s.config.groups:
+        table.add_row(
+            g.notation(),
+            str(g.instance.gpus_per_vm),
+            g.market,
+            str(g.local_batch),
+            f"${g.price_usd_per_hour():,.3f}",
+            f"{g.local_batch / s.config.global_batch:.5f}",
+        )
+    return table
+
+
+def _summary_table(plan: Plan, s: Scored) -> Table:
+    e = s.estimate
+    p = plan.problem
+    table = Table(show_header=False, title="prediction")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("world size (GPUs) / VMs", f"{s.config.world_size} / {s.config.n_vms}"),
+        (
+            "iteration time mean [p5, p95]",
+            f"{e.iter_mean_s * 1000:,.1f} ms [{e.iter_p5_s * 1000:,.1f}, {e.iter_p95_s * 1000:,.1f}]",
+        ),
+        ("compute / exposed communication", f"{e.compute_s * 1000:,.1f} ms / {e.comm_exposed_s * 1000:,.1f} ms"),
+        ("throughput", f"{s.throughput_samples_per_s:,.1f} samples/s"),
+        (
+            "job time (incl. overheads)",
+            f"{s.time_s:,.1f} s" + (f" (deadline {p.deadline_s:,.0f} s)" if p.deadline_s else ""),
+        ),
+        ("cost", f"${s.cost_usd:,.2f}" + (f" (budget ${p.budget_usd:,.2f})" if p.budget_usd else "")),
+    ]
+    if s.p_meet_deadline is not None:
+        rows.append(("P(meet deadline)", f"{s.p_meet_deadline:.3f}"))
+    if e.estimated_profiles:
+        rows.append(("profiles", "[yellow]includes estimated profiles[/yellow]"))
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: str | None = None) -> Table:
+    table = Table(title=title)
+    for column in ("config", "time s", "cost $", "samples/s", "meets constraints"):
+        table.add_column(column, justify="left" if column == "config" else "right")
+    for s in items:
+        name = s.config.notation() + (" [bold]◀ chosen[/bold]" if mark and s.config.notation() == mark else "")
+        table.add_row(
+            name,
+            f"{s.time_s:,.1f}",
+            f"{s.cost_usd:,.2f}",
+            f"{s.throughput_samples_per_s:,.1f}",
+            "yes" if s.feasible else "no: " + ", ".join(s.violations),
+        )
+    return table
+
+
+def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None:
+    """Print a plan as Rich tables."""
+    p = plan.problem
+    out.print(
+        f"[bold]srifty plan[/bold] ({plan.method}, {plan.mode}): goal {p.goal}, global batch {p.global_batch}, "
+        f"{p.iterations} iterations; searched {plan.search_space_size:,} configurations, simulated "
+        f"{plan.n_evaluated:,}, in {plan.solve_time_s:.2f} s"
+    )
+    if plan.best is not None:
+        label = "best configuration" if plan.best.feasible else "chosen configuration (violates constraints)"
+        out.print(_config_table(f"{label}: {plan.best.config.notation()}", plan.best, p.deadline_s))
+        out.print(_summary_table(plan, plan.best))
+    if plan.alternatives:
+        out.print(_list_table("next best alternatives", plan.alternatives))
+    if plan.pareto and plan.method not in ("cgf", "fgf"):
+        chosen = plan.best.config.notation() if plan.best else None
+        out.print(_list_table("Pareto front: time vs cost (all constraints ignored)", plan.pareto, chosen))
+    for note in plan.notes:
+        out.print(f"[yellow]note:[/yellow] {note}")
+    if plan.profile_sources:
+        sources = Table(title="compute profiles")
+        sources.add_column("GPU")
+        sources.add_column("source")
+        for gpu, where in sorted(plan.profile_sources.items()):
+            sources.add_row(gpu, where if not where.startswith("estimated") else f"[yellow]{where}[/yellow]")
+        out.print(sources)
+    for gpu, command in sorted((estimated_hints or {}).items()):
+        out.print(f"[yellow]{gpu} is estimated[/yellow]; to measure it instead: {command}")
+
+
+def plan_command(
+    spec_path: Annotated[Path, typer.Argument(help="Job spec YAML.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the plan as a versioned JSON file.")] = None,
+    skypilot: Annotated[
+        Path | None, typer.Option("--skypilot", help="Write SkyPilot task YAML per group here.")
+    ] = None,
+    method: Annotated[str, typer.Option(help="srifty, or a baseline: apm, cgf, fgf, paleo.")] = "srifty",
+    mode: Annotated[str, typer.Option(help="auto, exhaustive or ilp.")] = "auto",
+    top_k: Annotated[int, typer.Option(help="Alternatives to show.")] = 5,
+    max_sim_calls: Annotated[int, typer.Option(help="Largest space searched exhaustively.")] = 10_000,
+    iters: Annotated[int, typer.Option(help="Iterations sampled per simulation.")] = 100,
+    train_command: Annotated[str, typer.Option(help="Training command for the export.")] = "python train.py",
+) -> None:
+    """Plan the fastest or cheapest VM configuration for a job spec."""
+    from srifty.plan.api import plan_spec
+
+    if method not in METHODS:
+        raise SpecError(f"--method must be one of {', '.join(METHODS)}, got '{method}'")
+    if mode not in ("auto", "exhaustive", "ilp"):
+        raise SpecError(f"--mode must be auto, exhaustive or ilp, got '{mode}'")
+    plan, inputs = plan_spec(spec_path, method=method, mode=mode, top_k=top_k, max_sim_calls=max_sim_calls, iters=iters)
+    show_plan(plan, inputs.measure_hints)
+    out.print(f"bandwidth model: {inputs.net_source}")
+    if json_out is not None:
+        plan.save(json_out)
+        out.print(f"wrote {json_out}")
+    if plan.best is not None and (plan.best.feasible or method in ("cgf", "fgf")):
+        from srifty.plan.export import torchrun_commands, write_skypilot
+
+        if skypilot is not None:
+            for path in write_skypilot(plan.best, skypilot, plan.spec_name or spec_path.stem, train_command):
+                out.print(f"wrote {path}")
+        out.print("[bold]torchrun commands[/bold] (HEAD_NODE_IP: any VM all others can reach):")
+        for line in torchrun_commands(plan.best, plan.spec_name or spec_path.stem, train_command):
+            out.print(line, soft_wrap=True, markup=False)
+    if plan.infeasibility is not None and not (plan.best is not None and method in ("cgf", "fgf")):
+        closest = plan.infeasibility.closest
+        if closest is not None:
+            out.print(_config_table(f"closest configuration: {closest.config.notation()}", closest, None))
+            out.print(_summary_table(plan, closest))
+        err.print("[bold red]infeasible[/bold red]")
+        raise InfeasiblePlanError(
+            f"no configuration meets the constraints ({plan.infeasibility.binding_constraint} binds): "
+            f"{plan.infeasibility.message}",
+            plan.infeasibility.binding_constraint,
+        )
+
+
+def simulate_command(
+    spec_path: Annotated[Path, typer.Argument(help="Job spec YAML (model, region, profiles, network model).")],
+    config: Annotated[str, typer.Option("--config", help='Configuration, e.g. "4xg4dn.12xlarge@64,2xp3.8xlarge@128".')],
+    iters: Annotated[int, typer.Option(help="Iterations to sample.")] = 100,
+    seed: Annotated[int | None, typer.Option(help="Seed (default: the spec's).")] = None,
+    transfers: Annotated[str, typer.Option(help="bucket (DDP buckets) or layer (per parameter).")] = "bucket",
+    overlap: Annotated[str, typer.Option(help="fair_share (the paper's) or sequential.")] = "fair_share",
+) -> None:
+    """Predict the iteration time of one configuration."""
+    import numpy as np
+
+    from srifty.catalog import load_catalog
+    from srifty.plan.inputs import resolve
+    from srifty.sim import SimOptions, Simulator, parse_config
+    from srifty.spec import load_spec
+
+    if transfers not in ("bucket", "layer"):
+        raise SpecError(f"--transfers must be bucket or layer, got '{transfers}'")
+    if overlap not in ("fair_share", "sequential"):
+        raise SpecError(f"--overlap must be fair_share or sequential, got '{overlap}'")
+    spec = load_spec(spec_path)
+    catalog = load_catalog()
+    markets = {c.instance_type: c.market for c in spec.candidates}
+    parsed = parse_config(config, spec.region, spec.cloud, catalog, markets)
+    inputs = resolve(spec, catalog, [g.instance for g in parsed.groups])
+    sim = Simulator(inputs.profiles, inputs.net_model, SimOptions(iters=iters, transfers=transfers, overlap=overlap))  # type: ignore[arg-type]
+    r = sim.simulate(parsed, np.random.default_rng(spec.seed if seed is None else seed))
+    table = Table(title=f"simulated: {r.config}", show_header=False)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    ms = 1000.0
+    for name, value in [
+        ("world size (GPUs)", f"{r.world_size}"),
+        ("global batch", f"{r.global_batch}"),
+        ("iteration mean ± std", f"{r.iter_mean_s * ms:,.2f} ± {r.iter_std_s * ms:,.2f} ms"),
+        (
+            "iteration p5 / p50 / p95",
+            f"{r.iter_p5_s * ms:,.2f} / {r.iter_p50_s * ms:,.2f} / {r.iter_p95_s * ms:,.2f} ms",
+        ),
+        ("forward (slowest VM)", f"{r.fw_mean_s * ms:,.2f} ms"),
+        ("backward (slowest VM)", f"{r.bw_mean_s * ms:,.2f} ms"),
+        ("optimizer step", f"{r.step_mean_s * ms:,.2f} ms"),
+        ("parameter exchange end t_pe", f"{r.pe_mean_s * ms:,.2f} ms after backward starts"),
+        ("communication not hidden", f"{r.comm_exposed_mean_s * ms:,.2f} ms"),
+        ("throughput", f"{r.throughput_samples_per_s:,.1f} samples/s"),
+        ("transfers / b_cap", f"{r.n_transfers} / {r.b_cap_bytes_per_s / 1e9:,.2f} GB/s"),
+        ("slowest group", r.slowest_group),
+    ]:
+        table.add_row(name, value)
+    out.print(table)
+    for gpu, where in sorted(inputs.sources.items()):
+        out.print(f"profile {gpu}: {where}")
+    out.print(f"bandwidth model: {inputs.net_source}")

@@ -1,0 +1,118 @@
+"""Launch export: one SkyPilot task YAML per instance group, and the equivalent plain torchrun commands.
+
+All groups join one ``torchrun`` job through a shared c10d rendezvous, so the whole configuration is a
+single DDP world. SkyPilot launches each group as its own cluster; the rendezvous endpoint (a host:port
+every VM can reach, typically the first group's head node) is passed at launch time with
+``sky launch --env SRIFTY_RDZV_ENDPOINT=HOST:29400``. Each task exports what the training script needs:
+
+* ``SRIFTY_LOCAL_BATCH``: this group's local batch per GPU;
+* ``SRIFTY_GLOBAL_BATCH``: the global batch;
+* ``SRIFTY_GRAD_WEIGHT``: ``local_batch / global_batch``, the weight that makes every sample count equally
+  when local batches differ (read by ``srifty.torch``);
+* ``SRIFTY_WORLD_SIZE``, ``SRIFTY_NNODES``: total GPUs and VMs across all groups.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from srifty.artifacts import atomic_write_text
+from srifty.plan.evaluate import Scored
+
+DEFAULT_TRAIN_COMMAND = "python train.py"
+RDZV_PORT = 29400
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "job"
+
+
+def group_env(scored: Scored, index: int, job: str) -> dict[str, str]:
+    """Environment variables of group ``index``."""
+    config = scored.config
+    group = config.groups[index]
+    return {
+        "SRIFTY_LOCAL_BATCH": str(group.local_batch),
+        "SRIFTY_GLOBAL_BATCH": str(config.global_batch),
+        "SRIFTY_GRAD_WEIGHT": repr(group.local_batch / config.global_batch),
+        "SRIFTY_WORLD_SIZE": str(config.world_size),
+        "SRIFTY_NNODES": str(config.n_vms),
+        "SRIFTY_NPROC_PER_NODE": str(group.instance.gpus_per_vm),
+        "SRIFTY_GROUP": f"{index}:{group.notation()}",
+        "SRIFTY_RDZV_ID": job,
+        "SRIFTY_RDZV_ENDPOINT": f"HEAD_NODE_IP:{RDZV_PORT}",
+    }
+
+
+def torchrun_command(train_command: str = DEFAULT_TRAIN_COMMAND) -> str:
+    """The torchrun line every VM runs (values come from the SRIFTY_* variables)."""
+    return (
+        "torchrun --nnodes=$SRIFTY_NNODES --nproc-per-node=$SRIFTY_NPROC_PER_NODE "
+        "--rdzv-backend=c10d --rdzv-endpoint=$SRIFTY_RDZV_ENDPOINT --rdzv-id=$SRIFTY_RDZV_ID "
+        f"{train_command}"
+    )
+
+
+def skypilot_tasks(scored: Scored, job_name: str, train_command: str = DEFAULT_TRAIN_COMMAND) -> list[dict[str, Any]]:
+    """One SkyPilot task (as a dict) per instance group of ``scored``'s configuration."""
+    job = f"srifty-{_safe(job_name)}"
+    tasks = []
+    for index, group in enumerate(scored.config.groups):
+        inst = group.instance
+        resources: dict[str, Any] = {
+            "cloud": inst.cloud,
+            "region": inst.region,
+            "instance_type": inst.name,
+            "use_spot": group.market == "spot",
+        }
+        if inst.cloud == "gcp":  # GCP offerings are accelerators attached to a host VM
+            resources.pop("instance_type")
+            resources["accelerators"] = f"{inst.gpu_name}:{inst.gpus_per_vm}"
+        tasks.append(
+            {
+                "name": f"{job}-g{index}-{_safe(inst.name)}",
+                "num_nodes": group.count,
+                "resources": resources,
+                "envs": group_env(scored, index, job),
+                "run": torchrun_command(train_command) + "\n",
+            }
+        )
+    return tasks
+
+
+def write_skypilot(
+    scored: Scored, directory: str | Path, job_name: str, train_command: str = DEFAULT_TRAIN_COMMAND
+) -> list[Path]:
+    """Write one ``<task name>.yaml`` per group into ``directory`` (atomically); returns the paths."""
+    out = Path(directory)
+    paths = []
+    for task in skypilot_tasks(scored, job_name, train_command):
+        header = (
+            f"# srifty plan for {job_name}: {scored.config.notation()}\n"
+            "# Launch every group's task with the same rendezvous endpoint, e.g.\n"
+            f"#   sky launch -c {task['name']} {task['name']}.yaml --env SRIFTY_RDZV_ENDPOINT=HOST:{RDZV_PORT}\n"
+        )
+        paths.append(atomic_write_text(out / f"{task['name']}.yaml", header + yaml.safe_dump(task, sort_keys=False)))
+    return paths
+
+
+def torchrun_commands(scored: Scored, job_name: str, train_command: str = DEFAULT_TRAIN_COMMAND) -> list[str]:
+    """The plain torchrun command for each group's VMs, with the variables filled in."""
+    job = f"srifty-{_safe(job_name)}"
+    lines = []
+    for index, group in enumerate(scored.config.groups):
+        env = group_env(scored, index, job)
+        exports = " ".join(
+            f"{k}={shlex.quote(v)}" for k, v in env.items() if k not in ("SRIFTY_NNODES", "SRIFTY_NPROC_PER_NODE")
+        )
+        lines.append(
+            f"# on each of the {group.count} {group.instance.name} VMs:\n"
+            f"{exports} torchrun --nnodes={env['SRIFTY_NNODES']} --nproc-per-node={env['SRIFTY_NPROC_PER_NODE']} "
+            f"--rdzv-backend=c10d --rdzv-endpoint=HEAD_NODE_IP:{RDZV_PORT} --rdzv-id={job} {train_command}"
+        )
+    return lines

@@ -1,0 +1,118 @@
+"""What a plan needs besides the spec and catalog: a compute profile per GPU type, and a bandwidth model.
+
+Profiles come, in order of preference, from the files the spec lists (``model.profiles``), from the
+profiles bundled with srifty for that model, or, for GPU types with neither, from a cross-GPU estimate
+(:mod:`srifty.compute.estimate`) of the closest measured profile; every source is recorded so the plan can
+say which numbers were measured and which were estimated. The bandwidth model is the spec's
+``network_model`` file or the embedded default, which was measured on srifty's emulated testbed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from srifty.catalog import Catalog, InstanceType
+from srifty.compute import Profile, load_profile
+from srifty.compute.bundled import bundled_profiles_for, profile_filename
+from srifty.errors import ProfileError
+from srifty.sim import BusBandwidthModel
+from srifty.spec import JobSpec
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Profiles by GPU name (or instance type name), where each came from, and the bandwidth model."""
+
+    profiles: dict[str, Profile]
+    sources: dict[str, str]
+    net_model: BusBandwidthModel
+    net_source: str
+    measure_hints: dict[str, str] = field(default_factory=dict)
+
+
+def _check_model(profile: Profile, spec: JobSpec, origin: str) -> None:
+    if spec.model.name is not None and profile.model != spec.model.name:
+        raise ProfileError(
+            f"{origin} profiles model '{profile.model}', but the spec trains '{spec.model.name}'; "
+            "list profiles of the spec's model."
+        )
+
+
+def measure_command(model: str, gpu: str, instance: str) -> str:
+    """The one command that measures ``model`` on a VM of ``instance`` (which has ``gpu``)."""
+    return (
+        f"on a {instance} VM: srifty profile --model {model} --device cuda "
+        f"--out profiles/{profile_filename(model, gpu)}"
+    )
+
+
+def resolve_profiles(
+    spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None
+) -> tuple[dict[str, Profile], dict[str, str], dict[str, str]]:
+    """Profiles by catalog GPU name for every candidate type (or for ``instances``), their sources, and how
+    to measure the estimated ones.
+
+    Raises:
+        ProfileError: a listed file profiles another model, or a GPU has no profile and none can be estimated.
+    """
+    available: dict[str, Profile] = {}
+    sources: dict[str, str] = {}
+    for path in spec.model.profiles:
+        profile = load_profile(path)
+        _check_model(profile, spec, str(path))
+        label = profile.device.label
+        available[label] = profile
+        sources[label] = f"{'estimated' if profile.is_estimate else 'measured'}: {path}"
+    model_name = spec.model.name or next(iter(available.values())).model
+    for profile in bundled_profiles_for(model_name):
+        label = profile.device.label
+        if label not in available and profile.precision == spec.model.precision:
+            available[label] = profile
+            sources[label] = f"bundled, measured on {profile.device.name} ({profile.device.kind})"
+    hints: dict[str, str] = {}
+    needed: dict[str, str] = {}
+    targets = instances or [catalog.get(c.instance_type, region=spec.region, cloud=spec.cloud) for c in spec.candidates]
+    for instance in targets:
+        needed.setdefault(instance.gpu_name, instance.name)
+    profiles: dict[str, Profile] = {}
+    for gpu, instance_name in needed.items():
+        if gpu in available:
+            profiles[gpu] = available[gpu]
+            continue
+        measured = [p for p in available.values() if not p.is_estimate]
+        if not measured:
+            raise ProfileError(
+                f"no profile of {model_name} to plan with: none listed in the spec, none bundled. Measure one: "
+                f"{measure_command(model_name, gpu, instance_name)}, or `srifty profile --model {model_name}` on a CPU."
+            )
+        estimate, reason = _estimate(measured, catalog, gpu)
+        profiles[gpu] = estimate
+        sources[gpu] = f"estimated from {reason}"
+        hints[gpu] = measure_command(model_name, gpu, instance_name)
+    return profiles, {gpu: sources[gpu] for gpu in profiles}, hints
+
+
+def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Profile, str]:
+    from srifty.compute.estimate import choose_source, estimate_profile
+
+    choice = choose_source(measured, gpu, catalog)
+    estimate = estimate_profile(choice.profile, gpu, catalog=catalog, reason=choice.reason)
+    return estimate, f"{choice.profile.device.label} ({choice.reason})"
+
+
+def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:
+    """The spec's bandwidth model file, or the embedded default (measured on the emulated testbed)."""
+    from srifty.network import BandwidthModel, load_default_model
+
+    if spec.network_model is not None:
+        return BandwidthModel.load(spec.network_model), f"file: {spec.network_model}"
+    return load_default_model(), "embedded default, measured on srifty's emulated network testbed"
+
+
+def resolve(spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None) -> PlanInputs:
+    """Profiles (for the spec's candidates, or for ``instances``) and the bandwidth model for ``spec``."""
+    profiles, sources, hints = resolve_profiles(spec, catalog, instances)
+    net, net_source = resolve_net_model(spec)
+    return PlanInputs(profiles, sources, net, net_source, hints)

@@ -1,0 +1,151 @@
+"""The plan: the best configuration, alternatives, the time-vs-cost Pareto front, and why, as a value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from srifty.artifacts import write_json_artifact
+from srifty.plan.evaluate import Scored, objective
+from srifty.plan.problem import PlanProblem
+
+PLAN_KIND = "plan"
+PLAN_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Infeasibility:
+    """Why no configuration meets the constraints, the closest one, and what would make it feasible."""
+
+    binding_constraint: str
+    message: str
+    closest: Scored | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``srifty plan`` decided."""
+
+    method: str
+    mode: str
+    problem: PlanProblem
+    best: Scored | None
+    alternatives: tuple[Scored, ...]
+    pareto: tuple[Scored, ...]
+    n_evaluated: int
+    search_space_size: int
+    n_ilp_solved: int
+    solve_time_s: float
+    infeasibility: Infeasibility | None
+    profile_sources: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    spec_name: str | None = None
+    spec_digest: str | None = None
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the chosen configuration meets every constraint (baselines may choose one that does not)."""
+        return self.best is not None and self.best.feasible
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (without ``kind``/``schema_version``)."""
+        p = self.problem
+        return {
+            "spec": {"name": self.spec_name, "digest": self.spec_digest},
+            "method": self.method,
+            "mode": self.mode,
+            "goal": p.goal,
+            "global_batch": p.global_batch,
+            "iterations": p.iterations,
+            "deadline_s": p.deadline_s,
+            "budget_usd": p.budget_usd,
+            "overhead_s": p.overhead_s,
+            "candidates": [
+                {
+                    "instance_type": c.instance.name,
+                    "market": c.market,
+                    "quota": c.quota,
+                    "gpus_per_vm": c.gpus,
+                    "price_usd_per_hour": c.price_usd_per_hour,
+                    "knee_batch": c.knee_batch,
+                    "max_batch": c.max_batch,
+                    "batches": list(c.batches),
+                    "pruning": c.pruned_note,
+                }
+                for c in p.candidates
+            ],
+            "n_evaluated": self.n_evaluated,
+            "n_simulator_calls": self.n_evaluated,
+            "search_space_size": self.search_space_size,
+            "n_ilp_solved": self.n_ilp_solved,
+            "solve_time_s": self.solve_time_s,
+            "feasible": self.feasible,
+            "best": None if self.best is None else scored_dict(self.best),
+            "alternatives": [scored_dict(s) for s in self.alternatives],
+            "pareto": [scored_dict(s) for s in self.pareto],
+            "infeasibility": None
+            if self.infeasibility is None
+            else {
+                "binding_constraint": self.infeasibility.binding_constraint,
+                "message": self.infeasibility.message,
+                "closest": None if self.infeasibility.closest is None else scored_dict(self.infeasibility.closest),
+            },
+            "profile_sources": self.profile_sources,
+            "notes": list(self.notes),
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Write the plan atomically as a versioned JSON artefact."""
+        return write_json_artifact(path, PLAN_KIND, PLAN_SCHEMA_VERSION, self.to_dict())
+
+
+def scored_dict(s: Scored) -> dict[str, Any]:
+    """JSON-ready form of one scored configuration."""
+    return {
+        "config": s.config.notation(),
+        "groups": [
+            {
+                "instance_type": g.instance.name,
+                "market": g.market,
+                "count": g.count,
+                "gpus_per_vm": g.instance.gpus_per_vm,
+                "local_batch": g.local_batch,
+                "gradient_weight": g.local_batch / s.config.global_batch,
+                "price_usd_per_hour": g.price_usd_per_hour(),
+            }
+            for g in s.config.groups
+        ],
+        "world_size": s.config.world_size,
+        "n_vms": s.config.n_vms,
+        "iter_mean_s": s.estimate.iter_mean_s,
+        "iter_p5_s": s.estimate.iter_p5_s,
+        "iter_p95_s": s.estimate.iter_p95_s,
+        "iter_std_s": s.estimate.iter_std_s,
+        "compute_s": s.estimate.compute_s,
+        "comm_exposed_s": s.estimate.comm_exposed_s,
+        "time_s": s.time_s,
+        "cost_usd": s.cost_usd,
+        "price_usd_per_hour": s.price_usd_per_hour,
+        "throughput_samples_per_s": s.throughput_samples_per_s,
+        "p_meet_deadline": s.p_meet_deadline,
+        "violations": list(s.violations),
+        "estimated_profiles": s.estimate.estimated_profiles,
+    }
+
+
+def pareto_front(scored: Sequence[Scored]) -> list[Scored]:
+    """Configurations no other beats on both time and cost, fastest first."""
+    front: list[Scored] = []
+    best_cost = float("inf")
+    for s in sorted(scored, key=lambda x: (x.time_s, x.cost_usd, x.config.notation())):
+        if s.cost_usd < best_cost - 1e-12:
+            front.append(s)
+            best_cost = s.cost_usd
+    return front
+
+
+def rank(problem: PlanProblem, scored: Sequence[Scored]) -> list[Scored]:
+    """Feasible configurations, best first by the goal (ties broken by notation, for determinism)."""
+    return sorted((s for s in scored if s.feasible), key=lambda s: (*objective(problem, s), s.config.notation()))

@@ -1,0 +1,120 @@
+"""The two search modes over the pruned space: exhaustive, and the paper's anchor + ILP approximation.
+
+Both take the problem and an :class:`~srifty.plan.evaluate.Evaluator` and return every configuration they
+evaluated, scored; the planner picks from those.
+
+**Anchor + ILP** (paper, "Hybrid Solving Strategy"). Iteration time is set by the slowest VM, so good
+configurations balance compute latency across types. For each *anchor* batch of the slowest type, its
+compute latency ``L`` is the target; every type gets the largest allowed batch whose compute latency is at
+most ``L`` (binary search on its latency model). Beyond the paper, every type's allowed batches serve as
+anchors too (see :func:`anchor_latencies_ms`). With batches fixed, counts solve an integer
+program (HiGHS, through ``scipy.optimize.milp``)::
+
+    minimise    Σ_i counts_i                    (the paper's proxy; also solved with Σ_i price_i·counts_i)
+    subject to  Σ_i counts_i · gpus_i · batch_i = B_global
+                0 ≤ counts_i ≤ quota_i,  counts_i integer
+                Σ_i price_i · counts_i · T_L / 3600 ≤ budget      (T_L = N·L + overhead: compute only)
+
+and anchors whose compute-only time ``T_L`` already misses the deadline are skipped. Each solution is then
+simulated, so the linearisation only steers the search; constraints are checked on the simulated time.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+from srifty.plan.evaluate import Evaluator, Scored, score
+from srifty.plan.problem import Candidate, PlanProblem
+from srifty.plan.space import config_of, enumerate_configs
+from srifty.sim import Config
+
+LatencyFn = Callable[[Candidate, int], float]
+
+
+def exhaustive(problem: PlanProblem, evaluator: Evaluator) -> list[Scored]:
+    """Evaluate every configuration in the pruned space."""
+    return [score(problem, config, evaluator.evaluate(config)) for config in enumerate_configs(problem)]
+
+
+def _largest_batch_within(cand: Candidate, target_ms: float, latency_ms: LatencyFn) -> int | None:
+    """Largest allowed batch of ``cand`` whose compute latency is at most ``target_ms`` (binary search)."""
+    latencies = [latency_ms(cand, b) for b in cand.batches]
+    # Latency models are non-decreasing in the batch, so this is a sorted list.
+    index = bisect.bisect_right(latencies, target_ms * (1 + 1e-9))
+    return cand.batches[index - 1] if index > 0 else None
+
+
+def solve_counts(
+    cands: Sequence[Candidate],
+    batches: Sequence[int],
+    problem: PlanProblem,
+    est_time_s: float,
+    weights: Sequence[float],
+) -> list[int] | None:
+    """Integer counts minimising ``Σ weights·counts`` under the batch equation, quotas and linear budget."""
+    n = len(cands)
+    per_vm = np.array([c.gpus * b for c, b in zip(cands, batches, strict=True)], dtype=float)
+    rows = [per_vm]
+    lower = [float(problem.global_batch)]
+    upper = [float(problem.global_batch)]
+    if problem.budget_usd is not None:
+        rows.append(np.array([c.price_usd_per_hour * est_time_s / 3600.0 for c in cands]))
+        lower.append(-np.inf)
+        upper.append(problem.budget_usd)
+    result = milp(
+        c=np.asarray(weights, dtype=float),
+        integrality=np.ones(n),
+        bounds=Bounds(np.zeros(n), np.array([c.quota for c in cands], dtype=float)),
+        constraints=LinearConstraint(np.vstack(rows), np.array(lower), np.array(upper)),
+    )
+    if result.status != 0 or result.x is None:
+        return None
+    return [round(x) for x in result.x]
+
+
+def anchor_latencies_ms(cands: Sequence[Candidate], latency_ms: LatencyFn) -> list[float]:
+    """Target compute latencies to sweep: the paper's anchors (each allowed batch of the slowest type) and,
+    beyond the paper, the latency of every other type's allowed batches, so that configurations whose
+    slowest member is a different type at a large batch are reachable too. Ascending, de-duplicated."""
+    return sorted({latency_ms(c, b) for c in cands for b in c.batches})
+
+
+def anchor_ilp(problem: PlanProblem, evaluator: Evaluator, latency_ms: LatencyFn) -> tuple[list[Scored], int]:
+    """The anchor sweep (see the module docstring). Returns the scored solutions and the number of integer
+    programs solved.
+
+    Args:
+        latency_ms: compute latency (ms) of one GPU of a candidate at a local batch.
+    """
+    cands = [c for c in problem.candidates if c.batches]
+    if not cands:
+        return [], 0
+    seen: dict[str, Scored] = {}
+    n_solved = 0
+    for target in anchor_latencies_ms(cands, latency_ms):
+        chosen = [(c, _largest_batch_within(c, target, latency_ms)) for c in cands]
+        usable = [(c, b) for c, b in chosen if b is not None]
+        est_time_s = problem.job_time_s(target / 1000.0)
+        if problem.deadline_s is not None and est_time_s > problem.deadline_s:
+            continue
+        used = [c for c, _ in usable]
+        sizes = [int(b) for _, b in usable]
+        for weights in ([1.0] * len(used), [c.price_usd_per_hour for c in used]):
+            counts = solve_counts(used, sizes, problem, est_time_s, weights)
+            n_solved += 1
+            if counts is None or sum(counts) == 0:
+                continue
+            config = config_of(used, counts, sizes)
+            key = config.notation()
+            if key not in seen:
+                seen[key] = score(problem, config, evaluator.evaluate(config))
+    return list(seen.values()), n_solved
+
+
+def single(problem: PlanProblem, evaluator: Evaluator, config: Config | None) -> list[Scored]:
+    """Score one heuristic configuration (or nothing)."""
+    return [] if config is None else [score(problem, config, evaluator.evaluate(config))]

@@ -1,0 +1,95 @@
+"""Pruning and enumerating the configuration space (the paper's three insights).
+
+1. Local batches are powers of two.
+2. A type's local batch is at least its knee batch (below it the GPU is latency-bound and wasted),
+   unless no batch at or above the knee fits, in which case the knee floor is dropped for that type.
+3. It is at most the largest batch its GPU memory holds (memory model), and at most the global batch.
+4. All VMs of one type share one batch, so the search is over types, not VMs.
+
+What remains is every assignment ``{type: (count, batch)}`` with ``Σ count·gpus·batch = B_global``;
+:func:`count_configs` counts it by dynamic programming before anything is simulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from srifty.plan.problem import Candidate, PlanProblem
+from srifty.sim import Config, ConfigGroup
+
+
+def powers_of_two(lo: int, hi: int) -> tuple[int, ...]:
+    """Powers of two ``b`` with ``lo ≤ b ≤ hi``."""
+    out = []
+    b = 1
+    while b <= hi:
+        if b >= lo:
+            out.append(b)
+        b *= 2
+    return tuple(out)
+
+
+def allowed_batches(knee_batch: int, max_batch: int, global_batch: int, gpus: int) -> tuple[tuple[int, ...], str]:
+    """Pruned local batches for one type and a note saying which bounds applied."""
+    upper = min(max_batch, global_batch // max(gpus, 1))
+    if upper < 1:
+        return (), f"not even a batch of 1 per GPU fits ({gpus} GPUs per VM, max batch {max_batch})"
+    pruned = powers_of_two(max(knee_batch, 1), upper)
+    if pruned:
+        return pruned, f"powers of two from knee {knee_batch} to {upper}"
+    return powers_of_two(1, upper), f"below the knee ({knee_batch}): nothing larger fits, so 1..{upper}"
+
+
+def _options(cand: Candidate) -> list[tuple[int, int]]:
+    """(count, batch) choices of one candidate, count 0 included once."""
+    return [(0, 0)] + [(c, b) for b in cand.batches for c in range(1, cand.quota + 1)]
+
+
+def count_configs(problem: PlanProblem) -> int:
+    """Number of assignments satisfying the batch equation (the simulator calls exhaustive search needs).
+
+    Dynamic programming over "samples still to place", vectorised with numpy; counts above 2**53 are
+    approximate (they only ever decide "too many to simulate").
+    """
+    total = problem.global_batch
+    ways = np.zeros(total + 1)
+    ways[0] = 1.0
+    for cand in problem.candidates:
+        nxt = ways.copy()
+        for b in cand.batches:
+            per_vm = cand.gpus * b
+            for c in range(1, min(cand.quota, total // per_vm) + 1):
+                shift = c * per_vm
+                nxt[shift:] += ways[: total + 1 - shift]
+        ways = nxt
+    return int(ways[total])
+
+
+def enumerate_configs(problem: PlanProblem) -> Iterator[Config]:
+    """Every assignment satisfying the batch equation, in a deterministic order."""
+    cands = problem.candidates
+
+    def walk(i: int, remaining: int, chosen: list[ConfigGroup]) -> Iterator[Config]:
+        if remaining == 0:
+            if chosen:
+                yield Config(tuple(chosen))
+            return
+        if i == len(cands):
+            return
+        yield from walk(i + 1, remaining, chosen)
+        cand = cands[i]
+        for b in cand.batches:
+            per_vm = cand.gpus * b
+            for c in range(1, min(cand.quota, remaining // per_vm) + 1):
+                yield from walk(i + 1, remaining - c * per_vm, [*chosen, ConfigGroup(cand.instance, c, b, cand.market)])
+
+    yield from walk(0, problem.global_batch, [])
+
+
+def config_of(cands: Sequence[Candidate], counts: Sequence[int], batches: Sequence[int]) -> Config:
+    """A config from per-candidate counts and batches (zero counts dropped)."""
+    return Config(
+        tuple(ConfigGroup(c.instance, n, b, c.market) for c, n, b in zip(cands, counts, batches, strict=True) if n > 0)
+    )
