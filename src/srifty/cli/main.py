@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd
+from srifty.cli import catalog_cmd, network_cmd
 from srifty.cli.console import err
 from srifty.errors import NotBuiltYetError, SriftyError
 
@@ -30,6 +30,9 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(catalog_cmd.app, name="catalog")
+app.add_typer(network_cmd.testbed_app, name="testbed")
+app.command()(network_cmd.probe)
+app.command("fit-net")(network_cmd.fit_net)
 
 
 def _version(value: bool) -> None:
@@ -65,18 +68,6 @@ def plan(spec: Annotated[Path, typer.Argument(help="Job spec YAML.")]) -> None:
 def profile() -> None:
     """Profile a PyTorch model's compute latency and memory."""
     _not_built("profile", 3)
-
-
-@app.command()
-def probe() -> None:
-    """Measure allreduce bus bandwidth with torch.distributed."""
-    _not_built("probe", 4)
-
-
-@app.command("fit-net")
-def fit_net() -> None:
-    """Fit the bus-bandwidth model from probe files."""
-    _not_built("fit-net", 4)
 
 
 @app.command()
