@@ -282,8 +282,8 @@ class BandwidthModel:
             params, cv_mape, trials = tune_params(
                 folds, score_fold, self.n_trials, self.seed + offset, self.timeout_s
             )
-        elif n_allocations >= 2:
-            cv_mape = cross_validate(params, grouped_folds(groups, self.n_folds, rng), score_fold)  # type: ignore[arg-type]
+        elif groups is not None and n_allocations >= 2:
+            cv_mape = cross_validate(params, grouped_folds(groups, self.n_folds, rng), score_fold)
         booster = self._train(params, x, y, weights)
         train_pred = self._busbw_from(booster.inplace_predict(x), part)
         self.boosters_[side] = booster

@@ -89,11 +89,19 @@ def _link_pattern(name: str | None) -> re.Pattern[str]:
     return re.compile(rf"^sft-({part})-(br|\d+)$")
 
 
+def _split_namespace(namespace: str) -> tuple[str, int]:
+    """``("tb", 3)`` from ``srifty-tb-h3``; the caller has matched the pattern."""
+    match = _ns_pattern(None).match(namespace)
+    if match is None:
+        raise TestbedError(f"'{namespace}' is not a srifty testbed namespace.")
+    return match.group(1), int(match.group(2))
+
+
 def list_namespaces(name: str | None = None) -> list[str]:
-    """Namespaces made by the testbed (``name``'s, or every testbed's)."""
+    """Namespaces made by the testbed (``name``'s, or every testbed's), by testbed then host index."""
     pattern = _ns_pattern(name)
     found = [line.split()[0] for line in _run("ip", "netns", "list").splitlines() if line.strip()]
-    return sorted((ns for ns in found if pattern.match(ns)), key=lambda ns: int(ns.rsplit("h", 1)[1]))
+    return sorted((ns for ns in found if pattern.match(ns)), key=_split_namespace)
 
 
 def list_links(name: str | None = None) -> list[str]:
@@ -306,14 +314,14 @@ def status(
 ) -> dict[str, tuple[TestbedState | None, list[HostStatus]]]:
     """For each testbed found: its state (``None`` if the file is gone: a crashed ``up``) and its hosts."""
     check_privileges()
-    names = sorted({_ns_pattern(name).match(ns).group(1) for ns in list_namespaces(name)})  # type: ignore[union-attr]
+    names = sorted({_split_namespace(ns)[0] for ns in list_namespaces(name)})
     out: dict[str, tuple[TestbedState | None, list[HostStatus]]] = {}
     for tb in names:
         path = state_path(tb, state_dir)
         state = read_state(path) if path.exists() else None
         hosts = []
         for ns in list_namespaces(tb):
-            index = int(ns.rsplit("h", 1)[1])
+            index = _split_namespace(ns)[1]
             addrs = json.loads(
                 _run("ip", "-n", ns, "-j", "addr", "show", "dev", HOST_IFACE, check=False) or "[]"
             )
