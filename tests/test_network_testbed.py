@@ -18,7 +18,7 @@ import pytest
 
 from srifty.network import read_probes
 from srifty.network.errors import TestbedError
-from srifty.network.testbed import Family, down, list_links, list_namespaces, status, up
+from srifty.network.testbed import Family, down, family_from_catalog, list_links, list_namespaces, status, up
 from srifty.network.testbed_launch import launch
 from srifty.network.testbed_state import draw_factors, state_path
 from srifty.network.testbed_sweep import allocation_seed, hosts_for
@@ -55,6 +55,28 @@ def test_sweep_maps_world_sizes_to_hosts() -> None:
     assert hosts_for([2, 4, 6, 8], 1) == [2, 4, 6, 8]
     assert hosts_for([2, 4, 6, 8], 4) == [1, 2]
     assert allocation_seed(0, "g4dn.8xlarge", 1) != allocation_seed(0, "g4dn.8xlarge", 2)
+
+
+def test_families_come_from_the_catalog_with_their_intra_node_link() -> None:
+    g4 = family_from_catalog("g4dn.12xlarge")
+    assert (g4.gpu, g4.gpus_per_host, g4.rated_network_gbps) == ("T4", 4, 50.0)
+    assert g4.intra_node_gbps_per_gpu == pytest.approx(128.0)  # PCIe 3 x16: 16 GB/s per direction
+    p3 = family_from_catalog("p3.8xlarge")
+    assert p3.intra_node_gbps_per_gpu == pytest.approx(1200.0)  # NVLink 2: 300 GB/s both ways
+    assert family_from_catalog("g4dn.8xlarge", rated_network_gbps=7.0).rated_network_gbps == 7.0
+
+
+@needs_root
+def test_multi_gpu_hosts_shape_their_loopback(name: str, tmp_path: Path) -> None:
+    state = up(name, 1, family_from_catalog("g4dn.12xlarge"), scale=50.0, state_dir=tmp_path)
+    assert state.gpus_per_host == 4
+    assert state.intra_node_shaped_gbps == pytest.approx(4 * 128.0 / 50.0)
+    (_, hosts) = status(name, state_dir=tmp_path)[name]
+    assert hosts[0].loopback_gbps == pytest.approx(state.intra_node_shaped_gbps, rel=0.01)
+    down(name, state_dir=tmp_path)
+    single = up(name, 1, FAMILY, state_dir=tmp_path)
+    assert single.intra_node_shaped_gbps is None
+    assert status(name, state_dir=tmp_path)[name][1][0].loopback_gbps is None
 
 
 @needs_root

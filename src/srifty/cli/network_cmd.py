@@ -153,6 +153,17 @@ def fit_net(
     out.print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so that a stopped launch or sweep still stops its hosts and takes
+    its testbed down (their ``finally`` blocks run)."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 testbed_app = typer.Typer(
     help="An emulated multi-host testbed on this machine (network namespaces, tc-shaped links). Needs root.",
     no_args_is_help=True,
@@ -197,6 +208,11 @@ def testbed_up(
             f"{h.shaped_gbps * state.emulation_scale:.1f}",
         )
     out.print(table)
+    if state.intra_node_shaped_gbps:
+        out.print(
+            f"Each host's loopback (between its {state.gpus_per_host} processes) runs at "
+            f"{state.intra_node_shaped_gbps * 1000:.0f} Mbit/s, the GPUs' intra-node link at 1/{scale:g}."
+        )
     out.print(
         "This is an emulation of cloud links on one machine: real gloo traffic, tc-shaped link rates, "
         "no added latency."
@@ -235,14 +251,12 @@ def testbed_status(
                 f": {state.instance_type} at 1/{state.emulation_scale:g}, allocation {state.allocation_id}"
             )
         table = Table(title=title)
-        for column in ("namespace", "IP", "up Mbit/s", "down Mbit/s"):
+        for column in ("namespace", "IP", "up Mbit/s", "down Mbit/s", "loopback Mbit/s"):
             table.add_column(column)
         for h in hosts:
+            rates = (h.up_gbps, h.down_gbps, h.loopback_gbps)
             table.add_row(
-                h.namespace,
-                h.ip or "—",
-                fmt_opt(None if h.up_gbps is None else h.up_gbps * 1000, ".1f"),
-                fmt_opt(None if h.down_gbps is None else h.down_gbps * 1000, ".1f"),
+                h.namespace, h.ip or "—", *(fmt_opt(None if r is None else r * 1000, ".1f") for r in rates)
             )
         out.print(table)
 
@@ -268,6 +282,7 @@ def testbed_launch(
             "name the srifty command to run after `--`, for example: launch -- probe --out p.parquet"
         )
     variation = RateVariation(vary_depth, vary_period_s, seed) if vary_depth > 0 else None
+    _exit_on_sigterm()
     launch(name, list(ctx.args), hosts, nproc_per_host, timeout_s, variation)
 
 
@@ -311,5 +326,6 @@ def testbed_sweep(
         lock_file=lock_file,
         first_allocation=first_allocation,
     )
+    _exit_on_sigterm()
     launches = run_sweep(plan, on_step=err.print)
     out.print(f"{launches} probe launches appended to {out_path}")

@@ -62,6 +62,7 @@ PROBE_COLUMNS: dict[str, str] = {
     "emulation_scale": "float64",
     "shaped_gbps": "float64",
     "slowest_link_gbps": "float64",
+    "intra_node_shaped_gbps": "float64",
     "rate_variation": "float64",
     "testbed_name": "string",
 }

@@ -18,7 +18,7 @@ rising with world size, nodes or concurrent transfers, so extrapolation beyond t
 size is flat and bounded.
 
 Prediction cost is one pass over the frame's columns plus two ``inplace_predict`` calls on a float32
-matrix; about 1–3 ms for 200 rows on one core of this project's machines (see BENCHMARKS.md).
+matrix; about 2–4 ms for 200 rows on one core of this project's machines (see BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -191,6 +191,7 @@ def _rows_for(
                 "emulation_scale": ctx.emulation_scale,
                 "shaped_gbps": ctx.shaped_gbps,
                 "slowest_link_gbps": ctx.slowest_link_gbps,
+                "intra_node_shaped_gbps": ctx.intra_node_shaped_gbps,
                 "rate_variation": ctx.rate_variation,
                 "testbed_name": ctx.testbed_name,
             }
@@ -256,6 +257,7 @@ def run_probe(settings: ProbeSettings, options: InstanceOptions) -> int:
         rank=layout.rank,
         world_size=layout.world_size,
         timeout=timeout,
+        device_id=device if device.type == "cuda" else None,  # binds nccl's barrier to this GPU
     )
     try:
         return _sweep(settings, options, layout, store, backend, device)

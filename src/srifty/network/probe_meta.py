@@ -104,6 +104,7 @@ class ProbeContext:
     emulation_scale: float = 1.0
     shaped_gbps: float = math.nan
     slowest_link_gbps: float = math.nan
+    intra_node_shaped_gbps: float = math.nan
     rate_variation: float = 0.0
     testbed_name: str = ""
 
@@ -187,6 +188,7 @@ def resolve_context(
             emulation_scale=state.emulation_scale,
             shaped_gbps=state.family_shaped_gbps,
             slowest_link_gbps=min(rates) if rates else math.nan,
+            intra_node_shaped_gbps=state.intra_node_shaped_gbps or math.nan,
             rate_variation=float(env.get(ENV_RATE_VARIATION, "0") or 0.0),
             testbed_name=state.name,
         )

@@ -5,8 +5,10 @@
 into a bridge ``sft-<name>-br``. Both directions of each host's link are shaped with a ``tc tbf`` qdisc
 to the represented instance family's rated bandwidth divided by ``emulation_scale`` (default 50, so a
 50 Gbps g4dn.8xlarge becomes 1 Gbit/s, which this machine carries), times the allocation's placement
-factors (:mod:`srifty.network.testbed_state`). The traffic between hosts is real gloo traffic through
-the kernel; only the link speeds are emulated.
+factors (:mod:`srifty.network.testbed_state`). A family with several GPUs per VM runs that many
+processes per host; their traffic crosses the host's loopback, shaped likewise to the GPUs' intra-node
+link (PCIe or NVLink, per direction, from the GPU datasheet) times the GPUs per VM, divided by the same
+scale. The traffic is real gloo traffic through the kernel; only the link speeds are emulated.
 
 What it does not emulate: latency. netem is not in this kernel, so ``tc`` adds no delay, and every
 host's processes share this machine's CPU cores, so small-message latency is that of local processes
@@ -47,6 +49,7 @@ from srifty.network.testbed_state import (
     state_path,
     write_state,
 )
+from srifty.units import bytes_per_s_to_gbps
 
 #: MTU of every testbed link (EC2 uses 9001 inside a VPC; veth takes 9000).
 TESTBED_MTU_BYTES = 9000
@@ -128,12 +131,14 @@ def set_host_rate(state: TestbedState, index: int, rate_gbps: float) -> None:
 
 @dataclass(frozen=True)
 class Family:
-    """An instance family to represent: its name, GPU, GPUs per VM and rated network (Gbps)."""
+    """An instance family to represent: its name, GPU, GPUs per VM, rated network (Gbps) and the GPU's
+    intra-node link per direction (Gbps; ``None`` when unknown)."""
 
     instance_type: str
     gpu: str
     gpus_per_host: int
     rated_network_gbps: float
+    intra_node_gbps_per_gpu: float | None = None
 
 
 def family_from_catalog(instance_type: str, rated_network_gbps: float | None = None) -> Family:
@@ -159,7 +164,15 @@ def family_from_catalog(instance_type: str, rated_network_gbps: float | None = N
             f"the catalog has no rated network bandwidth for {instance_type}; give one with "
             "--rated-network-gbps."
         )
-    return Family(instance_type, rows[0].gpu_name, rows[0].gpus_per_vm, float(rated))
+    spec = rows[0].gpu
+    intra_gbps = None
+    if spec is not None:
+        # the datasheet gives NVLink as total bidirectional bandwidth, PCIe per direction
+        per_direction = spec.link_bytes_per_s_per_gpu / (
+            2 if spec.intra_node_link.startswith("nvlink") else 1
+        )
+        intra_gbps = bytes_per_s_to_gbps(per_direction)
+    return Family(instance_type, rows[0].gpu_name, rows[0].gpus_per_vm, float(rated), intra_gbps)
 
 
 def up(
@@ -187,6 +200,10 @@ def up(
         raise TestbedError(f"testbed '{name}' is already up; run `srifty testbed down --name {name}` first.")
     factor, host_factors = draw_factors(n_hosts, np.random.default_rng(seed))
     family_gbps = family.rated_network_gbps / scale
+    per_host = gpus_per_host or family.gpus_per_host
+    intra_gbps = None
+    if per_host > 1 and family.intra_node_gbps_per_gpu:
+        intra_gbps = per_host * family.intra_node_gbps_per_gpu / scale
     hosts = tuple(
         TestbedHost(
             index=i,
@@ -202,7 +219,7 @@ def up(
         name=name,
         instance_type=family.instance_type,
         gpu=family.gpu,
-        gpus_per_host=gpus_per_host or family.gpus_per_host,
+        gpus_per_host=per_host,
         rated_network_gbps=family.rated_network_gbps,
         emulation_scale=float(scale),
         family_shaped_gbps=family_gbps,
@@ -211,6 +228,7 @@ def up(
         allocation_factor=factor,
         hosts=hosts,
         mtu_bytes=TESTBED_MTU_BYTES,
+        intra_node_shaped_gbps=intra_gbps,
         created_s=time.time(),
     )
     try:
@@ -236,6 +254,8 @@ def _create(state: TestbedState) -> None:
         _run("ip", "-n", ns, "addr", "add", f"{host.ip}/24", "dev", HOST_IFACE)
         _tbf(host.link, host.shaped_gbps, None)  # towards the host: its download
         _tbf(HOST_IFACE, host.shaped_gbps, ns)  # from the host: its upload
+        if state.intra_node_shaped_gbps:  # between the host's own processes: its GPUs' link
+            _tbf("lo", state.intra_node_shaped_gbps, ns)
 
 
 def _stop_processes(namespace: str, grace_s: float = 3.0) -> None:
@@ -298,6 +318,7 @@ class HostStatus:
     ip: str | None
     up_gbps: float | None
     down_gbps: float | None
+    loopback_gbps: float | None
 
 
 def _tbf_rate_gbps(device: str, namespace: str | None) -> float | None:
@@ -329,7 +350,13 @@ def status(
                 (a["local"] for d in addrs for a in d.get("addr_info", []) if a.get("family") == "inet"), None
             )
             hosts.append(
-                HostStatus(ns, ip, _tbf_rate_gbps(HOST_IFACE, ns), _tbf_rate_gbps(link_name(tb, index), None))
+                HostStatus(
+                    ns,
+                    ip,
+                    _tbf_rate_gbps(HOST_IFACE, ns),
+                    _tbf_rate_gbps(link_name(tb, index), None),
+                    _tbf_rate_gbps("lo", ns),
+                )
             )
         out[tb] = (state, hosts)
     return out

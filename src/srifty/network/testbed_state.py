@@ -21,7 +21,7 @@ from srifty.artifacts import read_json_artifact, write_json_artifact
 from srifty.network.errors import TestbedError
 
 STATE_KIND = "testbed-state"
-STATE_SCHEMA_VERSION = 1
+STATE_SCHEMA_VERSION = 2
 STATE_DIR = Path("/run/srifty/testbed")
 NAME_PATTERN = re.compile(r"^[a-z0-9]{1,6}$")
 MIN_ALLOCATION_FACTOR = 1 / 1.8
@@ -62,6 +62,10 @@ class TestbedState:
         allocation_factor: the allocation-wide factor ``a``.
         hosts: the hosts and their shaped rates.
         mtu_bytes: the MTU of every testbed link.
+        intra_node_shaped_gbps: the rate of each host's loopback, which carries the traffic between
+            its processes (the represented VM's GPUs): GPUs per host × the GPU's intra-node link per
+            direction / scale. ``None`` with one process per host or no datasheet figure.
+        created_s: when the testbed came up (epoch s).
     """
 
     __test__ = False
@@ -78,6 +82,7 @@ class TestbedState:
     allocation_factor: float
     hosts: tuple[TestbedHost, ...]
     mtu_bytes: int
+    intra_node_shaped_gbps: float | None
     created_s: float
 
     def to_json(self) -> dict[str, Any]:
