@@ -232,3 +232,10 @@ def test_unfitted_and_broken_files_are_clear(fitted: BandwidthModel, tmp_path: P
     paths["large"].unlink()
     with pytest.raises(ArtifactError, match="missing"):
         BandwidthModel.load(model_paths(tmp_path / "m.json")["meta"])
+
+
+def test_untuned_fit_learns_a_single_small_allocation() -> None:
+    frame = synth_probes(np.random.default_rng(11), n_allocations=1, ratings_gbps=(25.0,), world_sizes=(4,))
+    model = BandwidthModel(n_trials=0, n_jobs=1).fit(frame)
+    assert model.metrics_["small"]["cv_mape"] is None  # one allocation: nothing to hold out
+    assert model.metrics_["small"]["train_mape"] < 0.1 and model.metrics_["large"]["train_mape"] < 0.1

@@ -23,10 +23,11 @@ Fold = tuple[IndexArray, IndexArray]
 #: Robust objectives the tuner chooses among, all on the log of the label (so they fit relative error).
 OBJECTIVES = ("reg:squarederror", "reg:pseudohubererror", "reg:absoluteerror")
 
-#: Hyperparameters used without tuning (``n_trials=0``) and as the tuner's first trial.
+#: Hyperparameters used without tuning (``n_trials=0``) and as the tuner's first trial. Squared error:
+#: pseudo-Huber's hessian vanishes for residuals far above its slope, so on a small probe set whose labels
+#: start far from the base score ``min_child_weight`` blocks every split (train MAPE 230 % on 36 rows).
 DEFAULT_PARAMS: Mapping[str, Any] = {
-    "objective": "reg:pseudohubererror",
-    "huber_slope": 0.2,
+    "objective": "reg:squarederror",
     "max_depth": 6,
     "learning_rate": 0.1,
     "n_estimators": 200,
@@ -81,7 +82,8 @@ def grouped_folds(
     if unique.size < 2:
         raise NetModelError(
             f"cross-validation grouped by allocation needs rows from at least 2 allocations, got "
-            f"{unique.size}. Probe on a second set of VMs (a new allocation), or fit without tuning."
+            f"{unique.size}. Probe on a second set of VMs (a new allocation), or fit without tuning "
+            "(--trials 0)."
         )
     k = int(min(max(n_folds, 2), unique.size))
     order = rng.permutation(unique.size)
