@@ -12,9 +12,7 @@ import typer
 from rich.table import Table
 
 from srifty.cli.console import err, fmt_opt, out
-from srifty.network.errors import ProbeError, TestbedError
-
-SECONDS_PER_DAY = 86400.0
+from srifty.network.errors import NetModelError, ProbeError, TestbedError
 
 
 def _ints(text: str, what: str) -> tuple[int, ...]:
@@ -108,11 +106,9 @@ def fit_net(
 ) -> None:
     """Fit the bus-bandwidth model (XGBoost, split at the MTU) from probe files."""
     from srifty.network.dataset import file_fingerprint, read_probes
-    from srifty.network.model import TARGETS, BandwidthModel
+    from srifty.network.model import SECONDS_PER_DAY, TARGETS, BandwidthModel
 
     if target not in TARGETS:
-        from srifty.network.errors import NetModelError
-
         raise NetModelError(f"--target must be one of {', '.join(TARGETS)}, got '{target}'.")
     frame = read_probes(datasets)
     model = BandwidthModel(

@@ -20,7 +20,7 @@ import pandas as pd
 
 from srifty.artifacts import read_json_artifact, write_json_artifact
 from srifty.network.busbw import busbw_bytes_per_s, ring_bytes_factor
-from srifty.network.dataset import validate_frame
+from srifty.network.dataset import as_frame, validate_frame
 from srifty.network.errors import NetModelError
 from srifty.network.features import NATURAL_FILL, busbw_cap_bytes_per_s
 
@@ -107,7 +107,7 @@ class AlphaBetaModel:
         """Bus bandwidth (bytes/s) implied by the fitted times; non-negative and capped at the rated link."""
         if not hasattr(self, "params_"):
             raise NetModelError("this AlphaBetaModel is not fitted; call fit() or AlphaBetaModel.load().")
-        data = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(dict(frame))
+        data = as_frame(frame)
         validate_frame(data, need_label=False)
         size = data["size_bytes"].to_numpy(dtype=np.float64)
         world = data["world_size"].to_numpy(dtype=np.float64)

@@ -183,6 +183,20 @@ def append_probes(path: Path | str, rows: pd.DataFrame | Iterable[Mapping[str, A
     return len(new)
 
 
+def as_frame(frame: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
+    """``frame`` itself, or a mapping of column names to arrays (or scalars) as a DataFrame.
+
+    Raises:
+        NetModelError: the columns have different lengths.
+    """
+    if isinstance(frame, pd.DataFrame):
+        return frame
+    try:
+        return pd.DataFrame({k: np.atleast_1d(np.asarray(v)) for k, v in frame.items()})
+    except ValueError as err:
+        raise NetModelError(f"the columns given have different lengths ({err}).") from None
+
+
 def validate_frame(frame: pd.DataFrame, *, need_label: bool) -> None:
     """Check the columns a bandwidth model needs: present, numeric, finite, in range.
 

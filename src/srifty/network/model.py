@@ -36,7 +36,7 @@ import pandas as pd
 from srifty.artifacts import atomic_write_bytes, read_json_artifact, write_json_artifact
 from srifty.errors import ArtifactError
 from srifty.network.busbw import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message
-from srifty.network.dataset import validate_frame
+from srifty.network.dataset import as_frame, validate_frame
 from srifty.network.errors import NetModelError
 from srifty.network.features import (
     DEFAULT_CATEGORICAL_FEATURES,
@@ -78,15 +78,6 @@ def model_paths(path: str | Path) -> dict[str, Path]:
     paths = {"meta": target.with_name(f"{stem}.meta.json")}
     paths.update({side: target.with_name(f"{stem}.{side}.xgb.json") for side in SIDES})
     return paths
-
-
-def _as_frame(frame: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
-    if isinstance(frame, pd.DataFrame):
-        return frame
-    try:
-        return pd.DataFrame({k: np.atleast_1d(np.asarray(v)) for k, v in frame.items()})
-    except ValueError as err:
-        raise NetModelError(f"the columns given have different lengths ({err}).") from None
 
 
 def training_set_hash(frame: pd.DataFrame, columns: list[str]) -> str:
@@ -309,7 +300,7 @@ class BandwidthModel:
         works as well as a DataFrame. The result is never negative and never above the rated link.
         """
         self._check_fitted()
-        data = _as_frame(frame)
+        data = as_frame(frame)
         validate_frame(data, need_label=False)
         x = self.encoder_.matrix(data)
         raw = np.empty(len(data), dtype=np.float32)
@@ -321,7 +312,7 @@ class BandwidthModel:
 
     def predict_time_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
         """Predicted seconds of each row's allreduce, from :meth:`predict_busbw_bytes_per_s`."""
-        data = _as_frame(frame)
+        data = as_frame(frame)
         busbw = self.predict_busbw_bytes_per_s(data)
         return allreduce_time_s(data["size_bytes"].to_numpy(), data["world_size"].to_numpy(), busbw)
 

@@ -306,7 +306,7 @@ def _sweep(
             written += len(pending)
         pending, last_flush = [], time.monotonic()
 
-    progress = _progress(layout.rank == 0, len(steps))
+    progress = _progress(layout.rank == 0)
     try:
         with progress:
             task = progress.add_task("allreduce", total=len(steps))
@@ -349,22 +349,22 @@ def _sweep(
         flush()  # before diagnosing, so nothing measured is lost if the store is gone too
         _, description = heartbeat.diagnose()
         text = str(err).splitlines()[0] if str(err) else type(err).__name__
+        saved = f" ({written} rows were saved to {settings.out}.)" if layout.rank == 0 else ""
         if "timed out" in text.lower() or "timeout" in text.lower():
             raise ProbeTimeoutError(
                 f"rank {layout.rank}: a collective timed out after {settings.timeout_s:g} s. Hung: "
-                f"{description}. Check that rank's host and link, or raise --timeout-s for slow links. "
-                f"({written} rows were saved to {settings.out}.)"
+                f"{description}. Check that rank's host and link, or raise --timeout-s for slow links."
+                + saved
             ) from None
         raise ProbeError(
-            f"rank {layout.rank}: a collective failed ({text}). Lagging: {description}. "
-            f"({written} rows were saved to {settings.out}.)"
+            f"rank {layout.rank}: a collective failed ({text}). Lagging: {description}." + saved
         ) from None
     finally:
         flush()
     return written
 
 
-def _progress(enabled: bool, total: int) -> Any:
+def _progress(enabled: bool) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
