@@ -17,6 +17,7 @@ from srifty.network.probe import describe_lag, fmt_bytes
 from tests.conftest import REPO
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 
 def _free_port() -> int:

@@ -26,9 +26,16 @@ from srifty.units import gbps_to_bytes_per_s
 from tests.conftest import REPO
 
 CAN_RUN = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
-needs_root = pytest.mark.skipif(
+_skip_unless_root = pytest.mark.skipif(
     not CAN_RUN, reason="needs root and iproute2 (ip, tc) to create network namespaces and shape links"
 )
+
+
+def needs_root(test):  # type: ignore[no-untyped-def]
+    """Mark a test as needing root and iproute2, and skip it (saying why) where they are missing."""
+    return pytest.mark.root(_skip_unless_root(test))
+
+
 FAMILY = Family("g4dn.8xlarge", "T4", 1, 50.0)
 PROBE_SMALL = ("--repeats", "2", "--concurrency", "1")
 
