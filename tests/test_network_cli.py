@@ -41,7 +41,7 @@ def test_fit_net_writes_the_model_and_prints_metrics(cli, probe_file: Path, tmp_
     ("args", "message"),
     [
         (("/nonexistent.parquet",), "does not exist"),
-        (("{probe}", "--target", "time"), "--target must be one of link_fraction, busbw"),
+        (("{probe}", "--target", "time"), "--target must be one of auto, link_fraction, busbw"),
         (("{probe}", "--mtu-bytes", "0"), "mtu_bytes must be a positive"),
         (("{probe}", "--folds", "1"), "n_folds ≥ 2"),
     ],

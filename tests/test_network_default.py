@@ -52,7 +52,7 @@ def test_default_model_was_fitted_on_the_embedded_probes() -> None:
     model = load_default_model()
     fingerprints = [d["fingerprint"] for d in model.provenance_["datasets"]]
     assert fingerprints == [file_fingerprint(default_probes_path())]
-    assert model.mtu_bytes == 9001 and model.target == "link_fraction"
+    assert model.mtu_bytes == 9001 and model.target_ == "link_fraction"
 
 
 def test_default_model_answers_g4dn_8xlarge_in_cloud_units() -> None:

@@ -98,9 +98,7 @@ def fit_net(
     ] = 40,
     folds: Annotated[int, typer.Option(help="Cross-validation folds, grouped by allocation.")] = 5,
     half_life_days: Annotated[float, typer.Option(help="Probes this old weigh half; 0 for no decay.")] = 30.0,
-    target: Annotated[
-        str, typer.Option(help="link_fraction (busbw / rated link) or busbw.")
-    ] = "link_fraction",
+    target: Annotated[str, typer.Option(help="auto, link_fraction (busbw / rated link) or busbw.")] = "auto",
     seed: Annotated[int, typer.Option(help="Seeds folds, tuner and XGBoost.")] = 0,
     jobs: Annotated[int | None, typer.Option(help="XGBoost threads (default: all cores).")] = None,
 ) -> None:

@@ -9,9 +9,12 @@ the simulator needs a rate to share. Following the paper:
   cross-validation grouped by allocation (:mod:`srifty.network.tuning`);
 * sample weights decayed by age, so retraining after a network upgrade favours new probes.
 
-Beyond the paper, the label is learned as ``log(busbw / rated link)`` (``target="link_fraction"``) by
-default: a fraction of the rated link transfers to link speeds the probes never covered (the embedded
-testbed data has 10–50 Gbps; the catalog goes to 3200), where a tree on raw bandwidth would stay flat.
+Beyond the paper, the label is learned as ``log(busbw / rated link)`` (``link_fraction``) whenever every
+training row has a rating (``target="auto"``, the default; otherwise ``log(busbw)``): a fraction of the
+rated link transfers to link speeds the probes never covered (the embedded testbed data has 10–50 Gbps;
+the catalog goes to 3200), where a tree on raw bandwidth would stay flat. The fraction is of the
+*network* rating, also for a single multi-GPU VM, whose traffic never touches the network: such
+predictions scale with a rating that does not bound them (see the data README).
 Predictions are positive by construction (an exponential) and capped at the rated link
 (:func:`~srifty.network.features.busbw_cap_bytes_per_s`). Monotone constraints keep bandwidth from
 rising with world size, nodes or concurrent transfers, so extrapolation beyond the largest measured world
@@ -55,8 +58,8 @@ from srifty.network.tuning import (
 )
 from srifty.units import gbps_to_bytes_per_s
 
-Target = Literal["link_fraction", "busbw"]
-TARGETS: tuple[Target, ...] = ("link_fraction", "busbw")
+Target = Literal["auto", "link_fraction", "busbw"]
+TARGETS: tuple[Target, ...] = ("auto", "link_fraction", "busbw")
 SIDES = ("small", "large")
 MODEL_KIND = "bandwidth-model"
 MODEL_SCHEMA_VERSION = 1
@@ -96,7 +99,8 @@ class BandwidthModel:
         features: numeric feature columns; those absent or constant in the training set are dropped.
         categorical_features: categorical columns (location, by default), dropped likewise.
         target: ``"link_fraction"`` learns ``log(busbw / rated link)`` and needs ``rated_network_gbps``
-            on every training row; ``"busbw"`` learns ``log(busbw)``.
+            on every training row; ``"busbw"`` learns ``log(busbw)``; ``"auto"`` takes
+            ``link_fraction`` where every training row has a rating, else ``busbw`` (see ``target_``).
         half_life_s: age at which a probe weighs half as much as the newest; ``None`` for no decay.
         n_trials: Optuna trials per side; 0 fits :data:`~srifty.network.tuning.DEFAULT_PARAMS`.
         n_folds: folds of the allocation-grouped cross-validation.
@@ -111,7 +115,7 @@ class BandwidthModel:
         mtu_bytes: int = DEFAULT_MTU_BYTES,
         features: tuple[str, ...] = DEFAULT_NUMERIC_FEATURES,
         categorical_features: tuple[str, ...] = DEFAULT_CATEGORICAL_FEATURES,
-        target: Target = "link_fraction",
+        target: Target = "auto",
         half_life_s: float | None = 30 * SECONDS_PER_DAY,
         n_trials: int = 40,
         n_folds: int = 5,
@@ -145,7 +149,7 @@ class BandwidthModel:
 
     def _scale_bytes_per_s(self, frame: pd.DataFrame) -> FloatArray:
         """What the log-label is relative to: the rated link (link_fraction) or 1 byte/s (busbw)."""
-        if self.target == "busbw":
+        if self.target_ == "busbw":
             return np.ones(len(frame))
         if "rated_network_gbps" not in frame.columns:
             rated = np.full(len(frame), np.nan)
@@ -211,15 +215,21 @@ class BandwidthModel:
         self._check_params()
         validate_frame(frame, need_label=True)
         data = frame.reset_index(drop=True)
-        if self.target == "link_fraction":
-            column = data["rated_network_gbps"] if "rated_network_gbps" in data.columns else pd.Series([])
-            rated = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
-            if rated.size != len(data) or not (np.isfinite(rated) & (rated > 0)).all():
-                raise NetModelError(
-                    "target 'link_fraction' needs rated_network_gbps on every training row; pass the "
-                    "rating when probing (--rated-network-gbps or a catalog --instance-type), or fit "
-                    "with target 'busbw' (--target busbw)."
-                )
+        column = data["rated_network_gbps"] if "rated_network_gbps" in data.columns else pd.Series([])
+        rated = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
+        all_rated = rated.size == len(data) and bool((np.isfinite(rated) & (rated > 0)).all())
+        if self.target == "link_fraction" and not all_rated:
+            raise NetModelError(
+                "target 'link_fraction' needs rated_network_gbps on every training row; pass the "
+                "rating when probing (--rated-network-gbps or a catalog --instance-type), or fit "
+                "with target 'busbw' or 'auto' (--target auto)."
+            )
+        self.target_: Target = (
+            "link_fraction"
+            if self.target == "link_fraction" or (self.target == "auto" and all_rated)
+            else "busbw"
+        )
+        if self.target_ == "link_fraction":
             self.rating_fill_gbps_ = float(np.median(rated))
         has_time = "timestamp_s" in data.columns
         stamps = data["timestamp_s"].to_numpy(dtype=np.float64) if has_time else np.zeros(len(data))
@@ -326,7 +336,8 @@ class BandwidthModel:
 
         return {
             "mtu_bytes": self.mtu_bytes,
-            "target": self.target,
+            "target": self.target_,
+            "requested_target": self.target,
             "features": self.encoder_.to_json(),
             "requested_features": list(self.features),
             "requested_categorical_features": list(self.categorical_features),
@@ -379,12 +390,13 @@ class BandwidthModel:
             mtu_bytes=int(doc["mtu_bytes"]),
             features=tuple(doc["requested_features"]),
             categorical_features=tuple(doc["requested_categorical_features"]),
-            target=doc["target"],
+            target=doc["requested_target"],
             half_life_s=doc["half_life_s"],
             n_trials=int(doc["n_trials"]),
             n_folds=int(doc["n_folds"]),
             seed=int(doc["seed"]),
         )
+        model.target_ = doc["target"]
         model.encoder_ = FeatureEncoder.from_json(doc["features"])
         model.dropped_features_ = list(doc["dropped_features"])
         if doc["rating_fill_gbps"] is not None:
@@ -416,4 +428,5 @@ class BandwidthModel:
 
     def __repr__(self) -> str:
         state = f"fitted on {self.n_rows_} rows" if hasattr(self, "boosters_") else "not fitted"
-        return f"BandwidthModel(mtu_bytes={self.mtu_bytes}, target='{self.target}', {state})"
+        target = getattr(self, "target_", self.target)
+        return f"BandwidthModel(mtu_bytes={self.mtu_bytes}, target='{target}', {state})"
