@@ -116,9 +116,7 @@ def summarise(frame: pd.DataFrame, preds: pd.DataFrame, mtu_bytes: int) -> pd.Da
     rows = []
     for side, mask in (("small", small), ("large", ~small), ("all", np.ones_like(small))):
         row: dict[str, object] = {"side": side, "rows": int(mask.sum())}
-        row.update(
-            {name: _mape_pct(truth, preds[name].to_numpy(dtype=np.float64), mask) for name in PREDICTORS}
-        )
+        row.update({name: _mape_pct(truth, preds[name].to_numpy(dtype=np.float64), mask) for name in PREDICTORS})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -130,9 +128,7 @@ def by_group(frame: pd.DataFrame, preds: pd.DataFrame, column: str) -> list[dict
     for value in sorted(frame[column].unique()):
         mask = (frame[column] == value).to_numpy()
         row: dict[str, object] = {column: value.item() if hasattr(value, "item") else value}
-        row.update(
-            {name: _mape_pct(truth, preds[name].to_numpy(dtype=np.float64), mask) for name in PREDICTORS}
-        )
+        row.update({name: _mape_pct(truth, preds[name].to_numpy(dtype=np.float64), mask) for name in PREDICTORS})
         rows.append(row)
     return rows
 
@@ -190,8 +186,7 @@ def render(frame: pd.DataFrame, preds: pd.DataFrame, args: argparse.Namespace, c
         f"--trials {args.trials} --folds {args.folds} --seed {args.seed} --write"
     )
     lines = [
-        f"Measured on {datetime.now(UTC):%Y-%m-%d} with `{command}` ({args.elapsed_s / 60:.0f} min) on "
-        f"{machine()}.",
+        f"Measured on {datetime.now(UTC):%Y-%m-%d} with `{command}` ({args.elapsed_s / 60:.0f} min) on {machine()}.",
         "",
         f"Data: `{args.data_label}`, {len(frame)} probe rows, {frame['allocation_id'].nunique()} "
         f"allocations of {frame['instance_type'].nunique()} instance families, world sizes {worlds}, "
