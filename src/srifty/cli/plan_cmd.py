@@ -16,18 +16,22 @@ from srifty.plan.result import Plan
 METHODS = ("srifty", "apm", "cgf", "fgf", "paleo")
 
 
-def _config_table(title: str, s: Scored, problem_deadline: float | None) -> Table:
+def _config_table(title: str, s: Scored, sources: dict[str, str]) -> Table:
     table = Table(title=title)
-    for column in ("group", "GPUs/VM", "market", "local batch", "$/h (group)", "grad weight"):
-        table.add_column(column, justify="left" if column == "group" else "right")
+    for column in ("group", "GPU", "GPUs/VM", "market", "local batch", "$/h (group)", "grad weight", "profile"):
+        table.add_column(column, justify="left" if column in ("group", "GPU", "profile") else "right")
     for g in s.config.groups:
+        source = sources.get(g.instance.gpu_name, "")
+        kind = "[yellow]estimated[/yellow]" if source.startswith("estimated") else "measured"
         table.add_row(
             g.notation(),
+            g.instance.gpu_name,
             str(g.instance.gpus_per_vm),
             g.market,
             str(g.local_batch),
             f"${g.price_usd_per_hour():,.3f}",
             f"{g.local_batch / s.config.global_batch:.5f}",
+            kind,
         )
     return table
 
@@ -87,7 +91,7 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None
     )
     if plan.best is not None:
         label = "best configuration" if plan.best.feasible else "chosen configuration (violates constraints)"
-        out.print(_config_table(f"{label}: {plan.best.config.notation()}", plan.best, p.deadline_s))
+        out.print(_config_table(f"{label}: {plan.best.config.notation()}", plan.best, plan.profile_sources))
         out.print(_summary_table(plan, plan.best))
     if plan.alternatives:
         out.print(_list_table("next best alternatives", plan.alternatives))
@@ -145,7 +149,9 @@ def plan_command(
     if plan.infeasibility is not None and not (plan.best is not None and method in ("cgf", "fgf")):
         closest = plan.infeasibility.closest
         if closest is not None:
-            out.print(_config_table(f"closest configuration: {closest.config.notation()}", closest, None))
+            out.print(
+                _config_table(f"closest configuration: {closest.config.notation()}", closest, plan.profile_sources)
+            )
             out.print(_summary_table(plan, closest))
         err.print("[bold red]infeasible[/bold red]")
         raise InfeasiblePlanError(
