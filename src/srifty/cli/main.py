@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd, plan_cmd, profile_cmd
+from srifty.cli import catalog_cmd, network_cmd, plan_cmd, profile_cmd
 from srifty.cli.console import err
 from srifty.errors import NotBuiltYetError, SriftyError
 
@@ -32,6 +32,9 @@ app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(profile_cmd.app, name="profile")
 app.command("plan")(plan_cmd.plan_command)
 app.command("simulate")(plan_cmd.simulate_command)
+app.add_typer(network_cmd.testbed_app, name="testbed")
+app.command()(network_cmd.probe)
+app.command("fit-net")(network_cmd.fit_net)
 
 
 def _version(value: bool) -> None:
@@ -52,18 +55,6 @@ def main(
 
 def _not_built(command: str, issue: int) -> None:
     raise NotBuiltYetError(f"`srifty {command}` is not implemented yet (tracked in issue #{issue}).")
-
-
-@app.command()
-def probe() -> None:
-    """Measure allreduce bus bandwidth with torch.distributed."""
-    _not_built("probe", 4)
-
-
-@app.command("fit-net")
-def fit_net() -> None:
-    """Fit the bus-bandwidth model from probe files."""
-    _not_built("fit-net", 4)
 
 
 @app.command("run")
