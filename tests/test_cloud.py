@@ -10,7 +10,7 @@ import pytest
 from srifty.cloud import CloudError, CloudParams, EmulatedCloud, OutOfMemoryError
 from srifty.network.dataset import PROBE_COLUMNS
 from srifty.sim import make_config
-from tests.factories import cloud_source_profile
+from tests.factories import cloud_source_profile, synthetic_profile
 
 SOURCE = cloud_source_profile()
 
@@ -162,3 +162,15 @@ def test_allocation_spread_of_bus_bandwidth_matches_the_paper() -> None:
     # Paper, Figure 1: mean performance across allocations varies up to 1.5x (small) and 1.8x (large).
     assert np.median(spreads[1024]) > 1.05 and max(spreads[1024]) < 1.6
     assert np.median(spreads[256 * 2**20]) > 1.1 and max(spreads[256 * 2**20]) < 1.9
+
+
+def test_a_profile_measured_on_the_gpu_is_resampled_instead_of_estimated() -> None:
+    measured = synthetic_profile(gpu="T4", cv=0.03, model="synthetic")
+    cloud = EmulatedCloud({"synthetic": [SOURCE, measured]}, seed=0)
+    truth = cloud.truth("T4")
+    assert truth.factor == 1.0 and "measured" in truth.origin and len(truth.residuals) == 4
+    draws = truth.temporal_factors(rng(0), (500,))
+    assert set(np.round(draws, 12)) == set(np.round(truth.residuals, 12)) == {0.97, 1.03}
+    assert truth.mean_ms("fw", 32)[()] == pytest.approx(measured.predict_ms("fw", 32)[()])
+    assert truth.max_batch == measured.max_batch
+    assert cloud.truth("V100").factor != 1.0 and "estimate" in cloud.truth("V100").origin
