@@ -69,6 +69,8 @@ def test_probe_rows_fit_both_network_models() -> None:
     assert list(frame.columns) == list(PROBE_COLUMNS)
     assert frame["emulated"].all() and frame["world_size"].min() == 4 and frame["allocation_id"].nunique() == 2
     assert set(frame["n_concurrent"]) == {1, 2, 4}
+    # One probe session: no allocation may look months older than another to the model's age decay.
+    assert frame["timestamp_s"].max() - frame["timestamp_s"].min() < 86400
     model = BandwidthModel(n_trials=0, n_jobs=1).fit(frame)
     alpha_beta = AlphaBetaModel().fit(frame)
     query = frame.iloc[:5]

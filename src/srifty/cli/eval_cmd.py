@@ -49,7 +49,7 @@ def _ints(text: str | None, what: str) -> tuple[int, ...] | None:
 def _print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     table = Table(title=title)
     for i, column in enumerate(header):
-        table.add_column(column.replace("**", ""), justify="left" if i < 3 else "right")
+        table.add_column(column.replace("**", ""), justify="left" if i < 3 else "right", overflow="fold")
     for row in rows:
         table.add_row(*(str(c).replace("**", "") for c in row))
     out.print(table)
@@ -72,7 +72,10 @@ def cases(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write cases.json and cases.csv here.")] = None,
     profiles: ProfilesOption = None,
     methods: Annotated[
-        str | None, typer.Option(help="Comma-separated: srifty, apm, paleo, cgf, fgf, oracle_bo (default: all).")
+        str | None,
+        typer.Option(
+            help="Comma-separated: srifty, apm, paleo, cgf, fgf, oracle_bo, srifty_all_batches (default: all)."
+        ),
     ] = None,
     allocations: Annotated[int, typer.Option(help="Placement draws each configuration's truth averages.")] = 4,
     iters: Annotated[int, typer.Option(help="Iterations per placement draw.")] = 25,

@@ -332,7 +332,7 @@ class EmulatedCloud:
             for n in counts:
                 subset = make_config([(instance, n, 1)])
                 setups.append((n, self.link_setup(subset, allocation)))
-            clock = EMULATED_EPOCH_S + 3600.0 * (len(rows) + a)
+            clock = EMULATED_EPOCH_S + 3600.0 * a  # one allocation an hour: all within the decay half-life
             rows.extend(
                 probe_rows(
                     instance,

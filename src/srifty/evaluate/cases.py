@@ -116,6 +116,7 @@ class CaseResult:
     profiles: dict[str, dict[str, Any]]
     truth_s: float
     profile_sources: dict[str, str] = field(default_factory=dict)
+    instance_gpus: dict[str, str] = field(default_factory=dict)
 
 
 def _finite(value: float | None) -> float | None:
@@ -201,7 +202,9 @@ def run_case(
     rows: list[MethodOutcome] = []
     for method in settings.methods:
         if method == "oracle_bo":
-            bo = oracle_bo(true_problem, judge.judge, len(outcomes), settings.seed, settings.bo_fraction)
+            # A judge of its own (same draws, empty cache), so its solve time includes its measurements.
+            fresh = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
+            bo = oracle_bo(true_problem, fresh.judge, len(outcomes), settings.seed, settings.bo_fraction)
             note = f"measured {bo.n_measured} of {len(outcomes)} configurations on the truth (quota {bo.budget})"
             rows.append(judged(method, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
             continue
@@ -242,6 +245,7 @@ def run_case(
         },
         truth_s=truth_s,
         profile_sources={gpu: cloud.truth(gpu, model).origin for gpu in profiles},
+        instance_gpus={name: cloud.instance(name).gpu_name for name in types},
     )
 
 

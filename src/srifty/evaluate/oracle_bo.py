@@ -12,7 +12,8 @@ count fixes the local batch), one integer parameter. The sampler is Optuna's Gau
 as constraints (``time/deadline − 1 ≤ 0``, ``cost/budget − 1 ≤ 0``, set with ``Trial.set_constraint``)
 and the goal as the objective. A
 trial that proposes a configuration already measured costs no new measurement; the search stops when its
-quota of distinct measurements is spent (or after ``5 ×`` quota trials).
+quota of distinct measurements is spent (or after ``5 ×`` quota trials). Where a type's quota covers all
+its configurations, they are all measured without a search.
 """
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ def _search_type(
     """One type's GP-BO over the index of its configurations; returns the distinct outcomes measured."""
     import optuna as opt
 
+    if quota >= len(configs):
+        # The quota covers every configuration of this type: nothing to search, measure them all.
+        return [judge(c) for c in configs]
     seen: dict[int, TrueOutcome] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", opt.exceptions.ExperimentalWarning)
