@@ -161,8 +161,7 @@ def render(frame: pd.DataFrame, preds: pd.DataFrame, args: argparse.Namespace, c
         f"--trials {args.trials} --folds {args.folds} --seed {args.seed} --write"
     )
     lines = [
-        f"Measured on {datetime.now(UTC):%Y-%m-%d} with `{command}` ({args.elapsed_s / 60:.0f} min) on "
-        f"{machine()}.",
+        f"Measured on {datetime.now(UTC):%Y-%m-%d} with `{command}` ({args.elapsed_s / 60:.0f} min) on {machine()}.",
         "",
         f"Data: `{args.data_label}`, {len(frame)} probe rows, {frame['allocation_id'].nunique()} "
         f"allocations of {frame['instance_type'].nunique()} instance families, world sizes {worlds}, "

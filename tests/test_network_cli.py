@@ -26,9 +26,7 @@ def probe_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_fit_net_writes_the_model_and_prints_metrics(cli, probe_file: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     out_path = str(tmp_path / "m" / "net.json")
-    code, out, err = cli(
-        "fit-net", str(probe_file), "--out", out_path, "--trials", "2", "--folds", "3", "--jobs", "1"
-    )
+    code, out, err = cli("fit-net", str(probe_file), "--out", out_path, "--trials", "2", "--folds", "3", "--jobs", "1")
     assert code == 0, err
     assert "≤ 9001 B" in out and "> 9001 B" in out and "CV MAPE" in out
     meta = json.loads((tmp_path / "m" / "net.meta.json").read_text())

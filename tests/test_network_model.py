@@ -53,9 +53,7 @@ def test_mtu_split_routes_rows_to_their_model() -> None:
         for s in (4, 64, 1024, 4096, 9000, 9001, 9002, 16384, 2**20, 2**22):
             for n in (2, 4):
                 busbw = 1e6 if s <= 9001 else 1e8
-                rows.append(
-                    {"size_bytes": s, "world_size": n, "busbw_bytes_per_s": busbw, "allocation_id": str(a)}
-                )
+                rows.append({"size_bytes": s, "world_size": n, "busbw_bytes_per_s": busbw, "allocation_id": str(a)})
     model = BandwidthModel(n_trials=0, n_jobs=1, target="busbw").fit(pd.DataFrame(rows))
     query = pd.DataFrame({"size_bytes": [9001, 9002, 9001, 9002], "world_size": [2, 2, 4, 4]})
     pred = model.predict_busbw_bytes_per_s(query)
@@ -115,9 +113,7 @@ def test_missing_optional_features_do_not_crash(fitted: BandwidthModel) -> None:
     bare = fitted.predict_busbw_bytes_per_s({"size_bytes": [4, 2**20], "world_size": [2, 8]})
     assert bare.shape == (2,) and (bare > 0).all()
     with_nan = fitted.predict_busbw_bytes_per_s(
-        pd.DataFrame(
-            {"size_bytes": [2**20], "world_size": [4], "n_concurrent": [np.nan], "zone": ["mars-1a"]}
-        )
+        pd.DataFrame({"size_bytes": [2**20], "world_size": [4], "n_concurrent": [np.nan], "zone": ["mars-1a"]})
     )
     assert np.isfinite(with_nan).all()
 
@@ -141,16 +137,12 @@ def test_world_size_extrapolation_is_monotone_and_bounded(fitted: BandwidthModel
 
 
 def test_link_fraction_target_scales_to_unmeasured_ratings(fitted: BandwidthModel) -> None:
-    query = pd.DataFrame(
-        {"size_bytes": [2**24] * 2, "world_size": [4] * 2, "rated_network_gbps": [50.0, 100.0]}
-    )
+    query = pd.DataFrame({"size_bytes": [2**24] * 2, "world_size": [4] * 2, "rated_network_gbps": [50.0, 100.0]})
     low, high = fitted.predict_busbw_bytes_per_s(query)
     assert high == pytest.approx(2 * low, rel=1e-6)  # 100 Gbps was never probed: same fraction of link
 
 
-def test_save_load_gives_identical_predictions(
-    fitted: BandwidthModel, frame: pd.DataFrame, tmp_path: Path
-) -> None:
+def test_save_load_gives_identical_predictions(fitted: BandwidthModel, frame: pd.DataFrame, tmp_path: Path) -> None:
     paths = fitted.save(tmp_path / "models" / "net.json")
     assert {p.name for p in paths.values()} == {"net.meta.json", "net.small.xgb.json", "net.large.xgb.json"}
     loaded = BandwidthModel.load(tmp_path / "models" / "net.json")

@@ -122,9 +122,7 @@ def test_launch_needs_a_testbed_that_is_up(name: str, tmp_path: Path) -> None:
 
 @needs_root
 @pytest.mark.slow
-def test_probe_runs_across_two_emulated_hosts(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_probe_runs_across_two_emulated_hosts(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state = up(name, 2, FAMILY, scale=50.0, seed=1, state_dir=tmp_path)
     out = tmp_path / "p.parquet"
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
@@ -157,9 +155,7 @@ def test_a_failing_host_fails_the_launch_and_stops_the_rest(
     up(name, 2, FAMILY, state_dir=tmp_path)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
     with pytest.raises(TestbedError, match="exited with code"):
-        launch(
-            name, ["probe", "--out", "bad.csv"], timeout_s=120, log_dir=tmp_path / "logs", state_dir=tmp_path
-        )
+        launch(name, ["probe", "--out", "bad.csv"], timeout_s=120, log_dir=tmp_path / "logs", state_dir=tmp_path)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(
         subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()

@@ -148,8 +148,9 @@ def accuracy(
 
 def report_command(
     inputs: Annotated[
-        list[Path], typer.Argument(help="A plan (srifty plan --json), eval cases.json or accuracy.json file.")
-    ],
+        list[Path] | None,
+        typer.Argument(help="Plans (srifty plan --json), eval cases.json or accuracy.json files."),
+    ] = None,
     out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")] = Path("report.html"),
     timeline: Annotated[
         Path | None, typer.Option(help="A runtime timeline.json (records with time_s, iteration, event).")
@@ -158,5 +159,5 @@ def report_command(
     """Write a self-contained HTML report (interactive plotly charts) of plans, evaluations and a timeline."""
     from srifty.report import build_report
 
-    path = build_report(inputs, out_path, timeline)
+    path = build_report(inputs or [], out_path, timeline)
     out.print(f"wrote {path}")

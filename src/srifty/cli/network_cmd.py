@@ -21,9 +21,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise ProbeError(
-            f"{what} must be comma-separated integers, for example 1,2,4; got '{text}'."
-        ) from None
+        raise ProbeError(f"{what} must be comma-separated integers, for example 1,2,4; got '{text}'.") from None
     if not values:
         raise ProbeError(f"{what} is empty; give comma-separated integers, for example 1,2,4.")
     return values
@@ -33,9 +31,7 @@ def probe(
     out_path: Annotated[Path, typer.Option("--out", help="Parquet file rank 0 appends rows to.")] = Path(
         "probes.parquet"
     ),
-    min_size: Annotated[
-        str, typer.Option(help="Smallest message (bytes; B, KiB, MiB, GiB suffixes).")
-    ] = "4B",
+    min_size: Annotated[str, typer.Option(help="Smallest message (bytes; B, KiB, MiB, GiB suffixes).")] = "4B",
     max_size: Annotated[str, typer.Option(help="Largest message.")] = "512MiB",
     size_step: Annotated[int, typer.Option(help="Each size is this many times the previous.")] = 2,
     concurrency: Annotated[str, typer.Option(help="Concurrent async allreduces, comma-separated.")] = "1,2,4",
@@ -43,13 +39,9 @@ def probe(
     warmup: Annotated[int, typer.Option(help="Untimed rounds first.")] = 2,
     timeout_s: Annotated[float, typer.Option(help="A collective slower than this fails the probe.")] = 300.0,
     backend: Annotated[str, typer.Option(help="auto (nccl with CUDA, else gloo), gloo or nccl.")] = "auto",
-    min_repeat_s: Annotated[
-        float, typer.Option(help="Loop small messages until a repeat lasts this long.")
-    ] = 0.02,
+    min_repeat_s: Annotated[float, typer.Option(help="Loop small messages until a repeat lasts this long.")] = 0.02,
     flush_s: Annotated[float, typer.Option(help="Rank 0 appends rows at least this often.")] = 30.0,
-    instance_type: Annotated[
-        str | None, typer.Option(help="VM type; a catalog name fills GPU and rating.")
-    ] = None,
+    instance_type: Annotated[str | None, typer.Option(help="VM type; a catalog name fills GPU and rating.")] = None,
     cloud: Annotated[str | None, typer.Option(help="aws, gcp, azure, or a label.")] = None,
     region: Annotated[str | None, typer.Option(help="Region of the VMs.")] = None,
     zone: Annotated[str | None, typer.Option(help="Availability zone of the VMs.")] = None,
@@ -69,9 +61,7 @@ def probe(
 
     settings = ProbeSettings(
         out=out_path,
-        sizes_bytes=tuple(
-            size_sweep_bytes(parse_size_bytes(min_size), parse_size_bytes(max_size), size_step)
-        ),
+        sizes_bytes=tuple(size_sweep_bytes(parse_size_bytes(min_size), parse_size_bytes(max_size), size_step)),
         concurrency=_ints(concurrency, "--concurrency"),
         repeats=repeats,
         warmup=warmup,
@@ -88,21 +78,15 @@ def probe(
 
 
 def fit_net(
-    datasets: Annotated[
-        list[Path], typer.Argument(help="Probe files (.parquet from srifty probe, or .csv).")
-    ],
+    datasets: Annotated[list[Path], typer.Argument(help="Probe files (.parquet from srifty probe, or .csv).")],
     out_path: Annotated[
         Path, typer.Option("--out", help="Model name; writes NAME.meta.json and two XGBoost JSON files.")
     ] = Path("models/net.json"),
     mtu_bytes: Annotated[int, typer.Option(help="Split between the small- and large-message models.")] = 9001,
-    trials: Annotated[
-        int, typer.Option(help="Optuna trials per model; 0 uses default hyperparameters.")
-    ] = 40,
+    trials: Annotated[int, typer.Option(help="Optuna trials per model; 0 uses default hyperparameters.")] = 40,
     folds: Annotated[int, typer.Option(help="Cross-validation folds, grouped by allocation.")] = 5,
     half_life_days: Annotated[float, typer.Option(help="Probes this old weigh half; 0 for no decay.")] = 30.0,
-    target: Annotated[
-        str, typer.Option(help="link_fraction (busbw / rated link) or busbw.")
-    ] = "link_fraction",
+    target: Annotated[str, typer.Option(help="link_fraction (busbw / rated link) or busbw.")] = "link_fraction",
     seed: Annotated[int, typer.Option(help="Seeds folds, tuner and XGBoost.")] = 0,
     jobs: Annotated[int | None, typer.Option(help="XGBoost threads (default: all cores).")] = None,
 ) -> None:
@@ -164,23 +148,17 @@ NameOption = Annotated[str, typer.Option("--name", help="Testbed name (1–6 low
 @testbed_app.command("up")
 def testbed_up(
     hosts: Annotated[int, typer.Option(help="Number of emulated hosts (VMs).")] = 4,
-    instance_type: Annotated[
-        str, typer.Option(help="Catalog instance family to represent.")
-    ] = "g4dn.8xlarge",
+    instance_type: Annotated[str, typer.Option(help="Catalog instance family to represent.")] = "g4dn.8xlarge",
     rated_network_gbps: Annotated[float | None, typer.Option(help="Override the catalog's rating.")] = None,
     scale: Annotated[float, typer.Option(help="Links run at rating / scale.")] = 50.0,
     seed: Annotated[int, typer.Option(help="Seed of this allocation's placement draw.")] = 0,
-    gpus_per_host: Annotated[
-        int | None, typer.Option(help="Processes per host (default: the type's GPUs).")
-    ] = None,
+    gpus_per_host: Annotated[int | None, typer.Option(help="Processes per host (default: the type's GPUs).")] = None,
     name: NameOption = "tb",
 ) -> None:
     """Create the hosts, shape their links, and draw an allocation (placement factors)."""
     from srifty.network.testbed import family_from_catalog, up
 
-    state = up(
-        name, hosts, family_from_catalog(instance_type, rated_network_gbps), scale, seed, gpus_per_host
-    )
+    state = up(name, hosts, family_from_catalog(instance_type, rated_network_gbps), scale, seed, gpus_per_host)
     table = Table(
         title=f"testbed '{name}' up: {state.instance_type} ({state.rated_network_gbps:g} Gbps rated) at "
         f"1/{state.emulation_scale:g} scale, allocation {state.allocation_id}"
@@ -198,8 +176,7 @@ def testbed_up(
         )
     out.print(table)
     out.print(
-        "This is an emulation of cloud links on one machine: real gloo traffic, tc-shaped link rates, "
-        "no added latency."
+        "This is an emulation of cloud links on one machine: real gloo traffic, tc-shaped link rates, no added latency."
     )
 
 
@@ -231,9 +208,7 @@ def testbed_status(
         if state is None:
             title += ": no state file (a crashed up?); run `srifty testbed down --name " + tb + "`"
         else:
-            title += (
-                f": {state.instance_type} at 1/{state.emulation_scale:g}, allocation {state.allocation_id}"
-            )
+            title += f": {state.instance_type} at 1/{state.emulation_scale:g}, allocation {state.allocation_id}"
         table = Table(title=title)
         for column in ("namespace", "IP", "up Mbit/s", "down Mbit/s"):
             table.add_column(column)
@@ -252,9 +227,7 @@ def testbed_launch(
     ctx: typer.Context,
     name: NameOption = "tb",
     hosts: Annotated[int | None, typer.Option(help="Use the first N hosts (default: all).")] = None,
-    nproc_per_host: Annotated[
-        int | None, typer.Option(help="Processes per host (default: GPUs per VM).")
-    ] = None,
+    nproc_per_host: Annotated[int | None, typer.Option(help="Processes per host (default: GPUs per VM).")] = None,
     timeout_s: Annotated[float, typer.Option(help="Stop every host after this long.")] = 3600.0,
     vary_depth: Annotated[float, typer.Option(help="Vary link rates down by up to this fraction.")] = 0.0,
     vary_period_s: Annotated[float, typer.Option(help="How often rates are redrawn.")] = 1.0,
@@ -264,9 +237,7 @@ def testbed_launch(
     from srifty.network.testbed_launch import RateVariation, launch
 
     if not ctx.args:
-        raise TestbedError(
-            "name the srifty command to run after `--`, for example: launch -- probe --out p.parquet"
-        )
+        raise TestbedError("name the srifty command to run after `--`, for example: launch -- probe --out p.parquet")
     variation = RateVariation(vary_depth, vary_period_s, seed) if vary_depth > 0 else None
     launch(name, list(ctx.args), hosts, nproc_per_host, timeout_s, variation)
 

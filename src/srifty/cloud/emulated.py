@@ -33,10 +33,10 @@ from srifty.cloud.measure import EMULATED_EPOCH_S, measure_profile, probe_rows
 from srifty.cloud.network import LinkSetup, intra_link, rated_bytes_per_s
 from srifty.cloud.params import CloudParams, HiddenDraw, named_rng
 from srifty.compute import Profile
-from srifty.errors import CatalogError, did_you_mean
+from srifty.errors import did_you_mean
 from srifty.network.busbw import size_sweep_bytes
 from srifty.network.dataset import probe_frame
-from srifty.sim import Config, ConfigGroup, make_config
+from srifty.sim import Config, make_config
 from srifty.units import usd_for
 
 #: The paper's probe range: world sizes 2 to 64, buffers 4 B to 512 MiB.
@@ -360,16 +360,3 @@ def default_node_counts(gpus_per_vm: int, max_world: int = DEFAULT_PROBE_MAX_WOR
             counts.append(n)
         n *= 2
     return counts
-
-
-def group_of(config: Config, instance_type: str) -> ConfigGroup:
-    """The group of ``config`` renting ``instance_type``.
-
-    Raises:
-        CatalogError: none does.
-    """
-    for g in config.groups:
-        if g.instance.name == instance_type:
-            return g
-    names = [g.instance.name for g in config.groups]
-    raise CatalogError(f"{config} rents no {instance_type}.{did_you_mean(instance_type, names)}")

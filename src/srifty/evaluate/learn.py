@@ -16,7 +16,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from srifty.cloud import EmulatedCloud, named_rng
@@ -95,8 +94,3 @@ def profile_gpus(cloud: EmulatedCloud, model: str, instance_types: Sequence[str]
         if gpu not in profiles:
             profiles[gpu] = cloud.profile(name, named_rng(seed, "profile", model, gpu), model=model)
     return profiles
-
-
-def rng_for(seed: int, *names: str) -> np.random.Generator:
-    """A named generator (re-exported for callers that build their own draws)."""
-    return named_rng(seed, *names)

@@ -138,9 +138,7 @@ class AlphaBetaModel:
         doc = read_json_artifact(path, ALPHA_BETA_KIND, ALPHA_BETA_SCHEMA_VERSION)
         model = cls(group_by=tuple(doc["group_by"]))
         model.params_ = {
-            int(depth): {
-                tuple(float(v) for v in g["key"]): (float(g["alpha_s"]), float(g["s_per_byte"])) for g in rows
-            }
+            int(depth): {tuple(float(v) for v in g["key"]): (float(g["alpha_s"]), float(g["s_per_byte"])) for g in rows}
             for depth, rows in doc["groups"].items()
         }
         return model

@@ -174,9 +174,7 @@ def append_probes(path: Path | str, rows: pd.DataFrame | Iterable[Mapping[str, A
             old = _read_one(target)
             missing = [c for c in PROBE_COLUMNS if c not in old.columns]
             if missing:
-                raise ArtifactError(
-                    f"'{target}' lacks the probe columns {', '.join(missing)}; write to a new file."
-                )
+                raise ArtifactError(f"'{target}' lacks the probe columns {', '.join(missing)}; write to a new file.")
             new = pd.concat([old[list(PROBE_COLUMNS)].astype(PROBE_COLUMNS), new], ignore_index=True)
         atomic_write_bytes(target, _to_parquet_bytes(new))
     return len(new)

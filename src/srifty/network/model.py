@@ -186,18 +186,14 @@ class BandwidthModel:
             out["huber_slope"] = float(params["huber_slope"])
         return out
 
-    def _train(
-        self, params: Mapping[str, Any], x: npt.NDArray[np.float32], y: FloatArray, w: FloatArray
-    ) -> Any:
+    def _train(self, params: Mapping[str, Any], x: npt.NDArray[np.float32], y: FloatArray, w: FloatArray) -> Any:
         import xgboost as xgb
 
         enc = self.encoder_
         data = xgb.DMatrix(
             x, label=y, weight=w, feature_names=enc.names, feature_types=enc.types, enable_categorical=True
         )
-        booster = xgb.train(
-            self._xgb_params(params, y, self.n_jobs), data, num_boost_round=int(params["n_estimators"])
-        )
+        booster = xgb.train(self._xgb_params(params, y, self.n_jobs), data, num_boost_round=int(params["n_estimators"]))
         booster.set_param({"nthread": 1})
         return booster
 
@@ -279,9 +275,7 @@ class BandwidthModel:
                     "add it, or fit without tuning (n_trials=0, --trials 0)."
                 )
             folds = grouped_folds(groups, self.n_folds, rng)
-            params, cv_mape, trials = tune_params(
-                folds, score_fold, self.n_trials, self.seed + offset, self.timeout_s
-            )
+            params, cv_mape, trials = tune_params(folds, score_fold, self.n_trials, self.seed + offset, self.timeout_s)
         elif groups is not None and n_allocations >= 2:
             cv_mape = cross_validate(params, grouped_folds(groups, self.n_folds, rng), score_fold)
         booster = self._train(params, x, y, weights)
@@ -368,9 +362,7 @@ class BandwidthModel:
             raw = bytes(self.boosters_[side].save_raw("json"))
             atomic_write_bytes(paths[side], raw)
             files[side] = {"file": paths[side].name, "sha256": hashlib.sha256(raw).hexdigest()}
-        write_json_artifact(
-            paths["meta"], MODEL_KIND, MODEL_SCHEMA_VERSION, {**self.metadata(), "files": files}
-        )
+        write_json_artifact(paths["meta"], MODEL_KIND, MODEL_SCHEMA_VERSION, {**self.metadata(), "files": files})
         return paths
 
     @classmethod
@@ -408,9 +400,7 @@ class BandwidthModel:
         for side in SIDES:
             file = paths["meta"].with_name(doc["files"][side]["file"])
             if not file.is_file():
-                raise ArtifactError(
-                    f"model file '{file}' named by '{paths['meta']}' is missing; re-save the model."
-                )
+                raise ArtifactError(f"model file '{file}' named by '{paths['meta']}' is missing; re-save the model.")
             raw = file.read_bytes()
             if hashlib.sha256(raw).hexdigest() != doc["files"][side]["sha256"]:
                 raise ArtifactError(

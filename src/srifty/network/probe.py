@@ -313,17 +313,13 @@ def _sweep(
                     time.sleep(settings.timeout_s * 3 + 30)
                 what = f"{fmt_bytes(size)} ×{k}"
                 progress.update(task, description=f"allreduce {what}")
-                tensors = [
-                    torch.zeros(size // ELEMENT_BYTES, dtype=torch.float32, device=device) for _ in range(k)
-                ]
+                tensors = [torch.zeros(size // ELEMENT_BYTES, dtype=torch.float32, device=device) for _ in range(k)]
                 heartbeat.beat(seq := seq + 1, f"{what}, warm-up")
                 warm_s = math.inf
                 for _ in range(max(settings.warmup, 1)):
                     dist.barrier()
                     warm_s = min(warm_s, rounds(tensors, 1))
-                inner = max(
-                    1, min(settings.max_inner_iters, math.ceil(settings.min_repeat_s / max(warm_s, 1e-9)))
-                )
+                inner = max(1, min(settings.max_inner_iters, math.ceil(settings.min_repeat_s / max(warm_s, 1e-9))))
                 agreed = torch.tensor([inner], dtype=torch.int64, device=device)
                 dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
                 inner = int(agreed.item())

@@ -156,8 +156,7 @@ def family_from_catalog(instance_type: str, rated_network_gbps: float | None = N
     rated = rated_network_gbps if rated_network_gbps is not None else rows[0].rated_network_gbps
     if rated is None or not rated > 0:
         raise TestbedError(
-            f"the catalog has no rated network bandwidth for {instance_type}; give one with "
-            "--rated-network-gbps."
+            f"the catalog has no rated network bandwidth for {instance_type}; give one with --rated-network-gbps."
         )
     return Family(instance_type, rows[0].gpu_name, rows[0].gpus_per_vm, float(rated))
 
@@ -279,9 +278,7 @@ def down(name: str | None, state_dir: Path = STATE_DIR) -> list[str]:
         time.sleep(0.1)
     leftover = list_namespaces(name) + list_links(name)
     if leftover:
-        raise TestbedError(
-            f"could not remove {', '.join(leftover)}; remove them with `ip netns del` / `ip link del`."
-        )
+        raise TestbedError(f"could not remove {', '.join(leftover)}; remove them with `ip netns del` / `ip link del`.")
     files = [state_path(name, state_dir)] if name else sorted(state_dir.glob("*.json"))
     for file in files:
         if file.exists():
@@ -322,15 +319,9 @@ def status(
         hosts = []
         for ns in list_namespaces(tb):
             index = _split_namespace(ns)[1]
-            addrs = json.loads(
-                _run("ip", "-n", ns, "-j", "addr", "show", "dev", HOST_IFACE, check=False) or "[]"
-            )
-            ip = next(
-                (a["local"] for d in addrs for a in d.get("addr_info", []) if a.get("family") == "inet"), None
-            )
-            hosts.append(
-                HostStatus(ns, ip, _tbf_rate_gbps(HOST_IFACE, ns), _tbf_rate_gbps(link_name(tb, index), None))
-            )
+            addrs = json.loads(_run("ip", "-n", ns, "-j", "addr", "show", "dev", HOST_IFACE, check=False) or "[]")
+            ip = next((a["local"] for d in addrs for a in d.get("addr_info", []) if a.get("family") == "inet"), None)
+            hosts.append(HostStatus(ns, ip, _tbf_rate_gbps(HOST_IFACE, ns), _tbf_rate_gbps(link_name(tb, index), None)))
         out[tb] = (state, hosts)
     return out
 

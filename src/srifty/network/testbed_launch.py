@@ -40,8 +40,7 @@ class RateVariation:
     def __post_init__(self) -> None:
         if not 0 <= self.depth < 1 or not self.period_s > 0:
             raise TestbedError(
-                "rate variation needs 0 ≤ depth < 1 and a positive period, got "
-                f"{self.depth} and {self.period_s}."
+                f"rate variation needs 0 ≤ depth < 1 and a positive period, got {self.depth} and {self.period_s}."
             )
 
 
@@ -50,9 +49,7 @@ def _vary(state: TestbedState, n_hosts: int, variation: RateVariation, stop: thr
     try:
         while not stop.wait(variation.period_s):
             for host in state.hosts[:n_hosts]:
-                set_host_rate(
-                    state, host.index, host.shaped_gbps * (1 - variation.depth * float(rng.random()))
-                )
+                set_host_rate(state, host.index, host.shaped_gbps * (1 - variation.depth * float(rng.random())))
     except TestbedError:
         return  # the testbed went away under us; the launch will report why
     finally:
@@ -161,23 +158,16 @@ def launch(
             handle.close()
 
 
-def _wait(
-    procs: Sequence[subprocess.Popen[bytes]], hosts: Sequence[TestbedHost], logs: Path, timeout_s: float
-) -> None:
+def _wait(procs: Sequence[subprocess.Popen[bytes]], hosts: Sequence[TestbedHost], logs: Path, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         codes = [p.poll() for p in procs]
         failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
         if failed:
             i = failed[0]
-            where = (
-                "its output is above"
-                if i == 0
-                else f"log {logs / f'host{i}.log'}:\n{_tail(logs / f'host{i}.log')}"
-            )
+            where = "its output is above" if i == 0 else f"log {logs / f'host{i}.log'}:\n{_tail(logs / f'host{i}.log')}"
             raise TestbedError(
-                f"host {i} ({hosts[i].namespace}) exited with code {codes[i]}; the other hosts were "
-                f"stopped. {where}"
+                f"host {i} ({hosts[i].namespace}) exited with code {codes[i]}; the other hosts were stopped. {where}"
             )
         if all(c == 0 for c in codes):
             return

@@ -130,9 +130,7 @@ def state_path(name: str, state_dir: Path = STATE_DIR) -> Path:
 
 def write_state(state: TestbedState, state_dir: Path = STATE_DIR) -> Path:
     """Write the state file atomically."""
-    return write_json_artifact(
-        state_path(state.name, state_dir), STATE_KIND, STATE_SCHEMA_VERSION, state.to_json()
-    )
+    return write_json_artifact(state_path(state.name, state_dir), STATE_KIND, STATE_SCHEMA_VERSION, state.to_json())
 
 
 def read_state(path: Path) -> TestbedState:

@@ -65,9 +65,7 @@ def allocation_seed(base: int, family: str, index: int) -> int:
     return (base * 1_000_003 + zlib.crc32(family.encode()) * 101 + index) % (2**32)
 
 
-def run_sweep(
-    plan: SweepPlan, on_step: Callable[[str], None] = lambda _: None, state_dir: Path = STATE_DIR
-) -> int:
+def run_sweep(plan: SweepPlan, on_step: Callable[[str], None] = lambda _: None, state_dir: Path = STATE_DIR) -> int:
     """Run the plan; returns the number of probe launches. ``on_step`` receives progress lines.
 
     Raises:
@@ -76,9 +74,7 @@ def run_sweep(
     """
     launches = 0
     for family in plan.families:
-        counts = [
-            c for c in hosts_for(plan.world_sizes, family.gpus_per_host) if c * family.gpus_per_host >= 2
-        ]
+        counts = [c for c in hosts_for(plan.world_sizes, family.gpus_per_host) if c * family.gpus_per_host >= 2]
         if not counts:
             raise TestbedError(
                 f"no requested world size ({list(plan.world_sizes)}) fits {family.instance_type} with "

@@ -65,9 +65,7 @@ def decay_weights(
     return np.power(0.5, age_s / half_life_s)
 
 
-def grouped_folds(
-    groups: Sequence[Any] | npt.NDArray[Any], n_folds: int, rng: np.random.Generator
-) -> list[Fold]:
+def grouped_folds(groups: Sequence[Any] | npt.NDArray[Any], n_folds: int, rng: np.random.Generator) -> list[Fold]:
     """``(train_indices, test_indices)`` folds in which no group (allocation) is on both sides.
 
     Groups are shuffled with ``rng`` and dealt to folds so that fold sizes in rows stay balanced (the
