@@ -186,3 +186,21 @@ def synthetic_work(
             )
         )
     return OpWork(batches=batches, records=tuple(records), timing_method="synthetic")
+
+
+def cloud_source_profile(
+    model: str = "synthetic", param_mib: tuple[float, ...] = (4.0, 4.0, 8.0, 8.0), bucket_cap_mb: float | None = 5.0
+) -> Profile:
+    """A CPU profile with op counts and measured ceilings: a source the emulated cloud can estimate GPUs from."""
+    return synthetic_profile(
+        bucket_cap_mb=bucket_cap_mb,
+        fw=(1.0, 2.0),
+        bw=(2.0, 4.0),
+        step=(0.01, 1.0),
+        cv=0.02,
+        param_mib=param_mib,
+        gpu=None,
+        model=model,
+        work=synthetic_work(peaks=(1e11, 2e10)),
+        peaks=(1e11, 2e10),
+    )

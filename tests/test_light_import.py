@@ -10,7 +10,10 @@ import pytest
 HEAVY = ("torch", "xgboost", "torchvision", "transformers", "optuna")
 
 
-@pytest.mark.parametrize("module", ["srifty", "srifty.catalog", "srifty.spec", "srifty.cli.main"])
+@pytest.mark.parametrize(
+    "module",
+    ["srifty", "srifty.catalog", "srifty.spec", "srifty.cli.main", "srifty.cloud", "srifty.evaluate", "srifty.report"],
+)
 def test_import_is_light(module: str) -> None:
     code = f"import sys, {module}\nheavy = [m for m in {HEAVY!r} if m in sys.modules]\nprint(','.join(heavy))\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd, network_cmd, plan_cmd, profile_cmd
+from srifty.cli import catalog_cmd, eval_cmd, network_cmd, plan_cmd, profile_cmd
 from srifty.cli.console import err
 from srifty.errors import NotBuiltYetError, SriftyError
 
@@ -35,6 +35,8 @@ app.command("simulate")(plan_cmd.simulate_command)
 app.add_typer(network_cmd.testbed_app, name="testbed")
 app.command()(network_cmd.probe)
 app.command("fit-net")(network_cmd.fit_net)
+app.add_typer(eval_cmd.app, name="eval")
+app.command("report")(eval_cmd.report_command)
 
 
 def _version(value: bool) -> None:
@@ -61,18 +63,6 @@ def _not_built(command: str, issue: int) -> None:
 def run_job() -> None:
     """Run training and re-plan while it runs."""
     _not_built("run", 9)
-
-
-@app.command("eval")
-def evaluate() -> None:
-    """Evaluate plans against baselines on the emulated cloud."""
-    _not_built("eval", 8)
-
-
-@app.command()
-def report() -> None:
-    """Write an HTML report of a plan or an evaluation."""
-    _not_built("report", 8)
 
 
 def run(argv: Sequence[str] | None = None) -> None:

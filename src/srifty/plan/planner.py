@@ -89,4 +89,5 @@ def make_plan(
         solve_time_s=elapsed,
         infeasibility=None if feasible_best is not None else explain(problem, scored),
         notes=notes,
+        evaluated=tuple(scored),
     )

@@ -43,6 +43,7 @@ class Plan:
     notes: tuple[str, ...] = ()
     spec_name: str | None = None
     spec_digest: str | None = None
+    evaluated: tuple[Scored, ...] = ()
 
     @property
     def feasible(self) -> bool:
@@ -94,6 +95,7 @@ class Plan:
             },
             "profile_sources": self.profile_sources,
             "notes": list(self.notes),
+            "evaluated": [point_dict(s) for s in self.evaluated],
         }
 
     def save(self, path: str | Path) -> Path:
@@ -132,6 +134,21 @@ def scored_dict(s: Scored) -> dict[str, Any]:
         "p_meet_deadline": s.p_meet_deadline,
         "violations": list(s.violations),
         "estimated_profiles": s.estimate.estimated_profiles,
+    }
+
+
+def point_dict(s: Scored) -> dict[str, Any]:
+    """A compact record of one evaluated configuration (for reports): what it is and what was predicted."""
+    return {
+        "config": s.config.notation(),
+        "instance_types": sorted({g.instance.name for g in s.config.groups}),
+        "world_size": s.config.world_size,
+        "n_vms": s.config.n_vms,
+        "iter_mean_s": s.estimate.iter_mean_s,
+        "time_s": s.time_s,
+        "cost_usd": s.cost_usd,
+        "throughput_samples_per_s": s.throughput_samples_per_s,
+        "feasible": s.feasible,
     }
 
 

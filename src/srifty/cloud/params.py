@@ -1,0 +1,148 @@
+"""The emulated cloud's assumptions, in one place, and the hidden parameters it draws once per seed.
+
+EMULATION. Nothing here was measured on a cloud. Each constant is an assumption, chosen to reproduce what
+the Srifty paper reports about EC2 (section "Cloud Variance"), and each says where it comes from:
+
+* compute varies across VMs and across iterations, both roughly normal with a spread of up to 1.1×
+  (paper, Figure 2): a per-VM factor and a per-iteration factor, each ``N(1, 0.015)`` clipped to ±4.5%
+  (so max/min of either stays below 1.1);
+* the mean allreduce bandwidth of a whole allocation varies up to 1.8× on large buffers and 1.5× on small
+  ones (paper, Figure 1): an allocation-wide bandwidth factor (0.5 + 0.5·Beta(2, 1.2)) and an
+  allocation-wide per-hop latency (log-normal, σ = 0.11), with a per-host link factor on top;
+* the rated network bandwidth is not what NCCL achieves (the paper's footnote: rated bandwidth has a
+  4000%+ MAPE): each instance type has a hidden efficiency, achieved/rated, drawn once per seed;
+* compute speed of a GPU type is not what srifty's cross-GPU estimate says: each GPU type has a hidden
+  factor on its estimated latency, drawn once per seed (±15% by default), standing for the estimation
+  error that no planner may see;
+* VM launch takes about two minutes (the paper expected 150 s and observed 95–138 s);
+* spot VMs are preempted by a Poisson process per VM-hour whose rate depends on the instance family (an
+  assumption; AWS publishes only monthly interruption-frequency buckets in its Spot Instance Advisor).
+
+The hidden parameters are functions of ``(seed, name)``, so they do not depend on the order in which a
+caller asks about types.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from srifty.units import BYTES_PER_MIB
+
+#: Preemptions per spot VM-hour, by instance family (the part of the name before the dot). Assumption.
+DEFAULT_PREEMPTIONS_PER_VM_HOUR: Mapping[str, float] = {
+    "p3": 0.10,
+    "p3dn": 0.10,
+    "p4d": 0.12,
+    "p4de": 0.12,
+    "p5": 0.15,
+    "g4dn": 0.04,
+    "g5": 0.05,
+    "g6": 0.05,
+    "g6e": 0.06,
+}
+
+
+@dataclass(frozen=True)
+class CloudParams:
+    """Every assumption of the emulated cloud (see the module docstring). Units are in the names.
+
+    Attributes:
+        compute_spatial_sigma: standard deviation of the per-VM compute speed factor (relative).
+        compute_temporal_sigma: standard deviation of the per-iteration factor of one VM (relative).
+        compute_clip: both factors are clipped to ``1 ± compute_clip``.
+        hidden_compute_range: the per-GPU-type factor on estimated latency is uniform in this range.
+        network_efficiency_range: the per-type achieved/rated network bandwidth is uniform in this range.
+        allocation_bw_beta: ``(a, b)`` of the Beta draw of the allocation-wide bandwidth factor.
+        allocation_bw_min: that factor is ``min + (1 − min) · Beta(a, b)``.
+        host_bw_exp_scale: a host's link factor is ``1 − Exp(scale)``, at least ``host_bw_min``.
+        host_bw_min: floor of the per-host link factor.
+        hop_latency_s: median one-hop latency between VMs (TCP through the hypervisor).
+        allocation_latency_sigma: log-normal σ of the allocation-wide latency factor.
+        default_network_gbps: rated link assumed where the catalog has none.
+        nvlink_hop_latency_s, pcie_hop_latency_s: one intra-VM hop between GPUs.
+        intra_efficiency: achieved fraction of the intra-VM link (NVLink figures are halved first: they
+            are bidirectional totals).
+        mtu_bytes: the network MTU (EC2 jumbo frames).
+        header_bytes: TCP/IP headers inside the MTU.
+        frame_overhead_bytes: Ethernet framing outside the MTU (header, FCS, preamble, gap).
+        packet_cost_s: per-packet stack cost, paid like bandwidth (pipelined).
+        chunk_bytes: the collective moves each step's message in chunks of at most this size.
+        chunk_cost_s: fixed cost of one chunk (a protocol round), paid like latency.
+        network_temporal_sigma: log-normal σ of the per-iteration (per-repeat) factor on transfer time.
+        probe_jitter_sigma: log-normal σ of measurement jitter on one probe repeat.
+        launch_offset_s, launch_median_s, launch_sigma: VM launch time is ``offset + LogNormal(ln median, σ)``.
+        preemptions_per_vm_hour: spot preemption rate by family; ``default_preemptions_per_vm_hour`` for others.
+    """
+
+    compute_spatial_sigma: float = 0.015
+    compute_temporal_sigma: float = 0.015
+    compute_clip: float = 0.045
+    hidden_compute_range: tuple[float, float] = (0.85, 1.15)
+    network_efficiency_range: tuple[float, float] = (0.45, 0.85)
+    allocation_bw_beta: tuple[float, float] = (2.0, 1.2)
+    allocation_bw_min: float = 0.5
+    host_bw_exp_scale: float = 0.03
+    host_bw_min: float = 0.6
+    hop_latency_s: float = 30e-6
+    allocation_latency_sigma: float = 0.11
+    default_network_gbps: float = 10.0
+    nvlink_hop_latency_s: float = 4e-6
+    pcie_hop_latency_s: float = 8e-6
+    intra_efficiency: float = 0.8
+    mtu_bytes: int = 9001
+    header_bytes: int = 52
+    frame_overhead_bytes: int = 38
+    packet_cost_s: float = 0.25e-6
+    chunk_bytes: int = BYTES_PER_MIB // 2
+    chunk_cost_s: float = 2e-6
+    network_temporal_sigma: float = 0.06
+    probe_jitter_sigma: float = 0.02
+    launch_offset_s: float = 70.0
+    launch_median_s: float = 50.0
+    launch_sigma: float = 0.35
+    preemptions_per_vm_hour: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PREEMPTIONS_PER_VM_HOUR))
+    default_preemptions_per_vm_hour: float = 0.05
+
+    @property
+    def payload_bytes(self) -> int:
+        """Payload bytes of one full packet (MTU minus TCP/IP headers)."""
+        return self.mtu_bytes - self.header_bytes
+
+    @property
+    def mean_launch_time_s(self) -> float:
+        """Expected VM launch time: ``offset + median · exp(σ²/2)``."""
+        return self.launch_offset_s + self.launch_median_s * float(np.exp(self.launch_sigma**2 / 2))
+
+    def preemption_rate_per_vm_hour(self, instance_type: str) -> float:
+        """The spot preemption rate of ``instance_type``'s family."""
+        family = instance_type.split(".", 1)[0]
+        return float(self.preemptions_per_vm_hour.get(family, self.default_preemptions_per_vm_hour))
+
+
+def named_rng(seed: int, *names: str | int) -> np.random.Generator:
+    """A generator that depends only on ``seed`` and ``names`` (strings hashed with CRC-32)."""
+    keys = [zlib.crc32(n.encode()) if isinstance(n, str) else int(n) for n in names]
+    return np.random.default_rng([int(seed), *keys])
+
+
+@dataclass(frozen=True)
+class HiddenDraw:
+    """The parameters drawn once per seed that no planner may see: compute factor per GPU type and
+    network efficiency per instance type. Pure functions of ``(seed, name)``."""
+
+    seed: int
+    params: CloudParams
+
+    def compute_factor(self, gpu: str) -> float:
+        """Multiplier on the estimated latency of every phase on ``gpu`` (the estimation error)."""
+        lo, hi = self.params.hidden_compute_range
+        return float(named_rng(self.seed, "hidden-compute", gpu).uniform(lo, hi))
+
+    def network_efficiency(self, instance_type: str) -> float:
+        """Achieved over rated network bandwidth of ``instance_type``."""
+        lo, hi = self.params.network_efficiency_range
+        return float(named_rng(self.seed, "hidden-network", instance_type).uniform(lo, hi))

@@ -1,0 +1,339 @@
+"""``srifty eval cases``: every method's plan for each job, judged on the emulated cloud's ground truth.
+
+For each job spec (the paper's case studies in ``examples/``):
+
+1. srifty profiles each GPU type on the cloud (4 probes) and uses the network knowledge learned once for
+   all jobs (:mod:`srifty.evaluate.learn`);
+2. srifty and each baseline plan (:mod:`srifty.evaluate.methods`); Oracle BO searches the truth itself
+   (:mod:`srifty.evaluate.oracle_bo`);
+3. every configuration of the true space is judged on the truth (:mod:`srifty.evaluate.truth`), which
+   gives the true optimum, and each method's choice is judged the same way.
+
+Everything is seeded: the same seed, sources and settings give the same results.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from srifty.catalog import Catalog, load_catalog
+from srifty.cloud import EmulatedCloud, find_source_profiles
+from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, NetworkKnowledge, learn_network, profile_gpus
+from srifty.evaluate.methods import ALL_METHODS, PLAN_METHODS, evaluator_for, plan_method
+from srifty.evaluate.oracle_bo import oracle_bo
+from srifty.evaluate.truth import TrueOutcome, TruthJudge, objective, true_optimum
+from srifty.plan import build_problem, count_configs
+from srifty.spec import JobSpec, load_spec
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CaseSettings:
+    """How to run the evaluation.
+
+    Attributes:
+        seed: seeds the cloud (hidden factors, placements, noise) and every learner.
+        n_allocations: placement draws each configuration's truth is averaged over.
+        iters: iterations per placement draw.
+        fit_trials: Optuna trials per side of the MTU when fitting srifty's bandwidth model.
+        probe_allocations: allocations the network is probed on, per instance type.
+        max_probe_world: largest world size probed (the paper's 64).
+        methods: which methods to run (see :data:`~srifty.evaluate.methods.ALL_METHODS`).
+        profile_dirs: folders of source profiles for the cloud's compute truth (before the bundled ones).
+        bo_fraction: share of the space Oracle BO may measure.
+    """
+
+    seed: int = 0
+    n_allocations: int = 4
+    iters: int = 25
+    fit_trials: int = DEFAULT_FIT_TRIALS
+    probe_allocations: int = 3
+    max_probe_world: int = 64
+    methods: tuple[str, ...] = ALL_METHODS
+    profile_dirs: tuple[Path, ...] = ()
+    bo_fraction: float = 1.0 / 3.0
+
+
+@dataclass(frozen=True)
+class MethodOutcome:
+    """One method's choice for one job, predicted and true.
+
+    Attributes:
+        config: the configuration chosen, or ``None`` (no plan: predicted infeasible).
+        predicted_iter_s, predicted_time_s, predicted_cost_usd: what the method predicted (``None`` for
+            Oracle BO, which measured).
+        true_iter_s, true_time_s, true_cost_usd, true_throughput_samples_per_s: on the truth.
+        ratio_to_optimum: the goal's quantity (time or cost) over the true optimum's; ``None`` without
+            a choice or an optimum.
+        throughput_ratio: true throughput over the optimum's.
+        violations: constraints the choice breaks for real (``deadline``, ``budget``, ``oom``).
+        solve_s: the method's search time (Oracle BO: including its measurements on the truth).
+        n_evaluated: configurations it predicted (or, for Oracle BO, measured).
+        note: anything worth a sentence.
+    """
+
+    method: str
+    config: str | None
+    predicted_iter_s: float | None
+    predicted_time_s: float | None
+    predicted_cost_usd: float | None
+    true_iter_s: float | None
+    true_time_s: float | None
+    true_cost_usd: float | None
+    true_throughput_samples_per_s: float | None
+    ratio_to_optimum: float | None
+    throughput_ratio: float | None
+    violations: tuple[str, ...]
+    solve_s: float
+    n_evaluated: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Everything measured for one job."""
+
+    name: str
+    spec_path: str
+    model: str
+    goal: str
+    global_batch: int
+    iterations: int
+    deadline_s: float | None
+    budget_usd: float | None
+    space_size: int
+    srifty_space_size: int
+    n_feasible: int
+    optimum: dict[str, Any] | None
+    methods: tuple[MethodOutcome, ...]
+    points: tuple[dict[str, Any], ...]
+    profiles: dict[str, dict[str, Any]]
+    truth_s: float
+    profile_sources: dict[str, str] = field(default_factory=dict)
+    instance_gpus: dict[str, str] = field(default_factory=dict)
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def outcome_dict(o: TrueOutcome) -> dict[str, Any]:
+    """JSON-ready form of a true outcome."""
+    return {
+        "config": o.config.notation(),
+        "world_size": o.config.world_size,
+        "n_vms": o.config.n_vms,
+        "iter_s": _finite(o.iter_s),
+        "time_s": _finite(o.time_s),
+        "cost_usd": _finite(o.cost_usd),
+        "throughput_samples_per_s": _finite(o.throughput_samples_per_s),
+        "violations": list(o.violations),
+    }
+
+
+def judged(
+    method: str,
+    goal: str,
+    outcome: TrueOutcome | None,
+    optimum: TrueOutcome | None,
+    solve_s: float,
+    n_evaluated: int,
+    predicted: tuple[float, float, float] | None,
+    note: str = "",
+) -> MethodOutcome:
+    """A method's outcome row from its true outcome and the optimum."""
+    if outcome is None:
+        if optimum is None:
+            note = note or "no plan; correct: nothing is feasible on the truth"
+        else:
+            note = note or "no plan, although a feasible configuration exists"
+        return MethodOutcome(
+            method, None, None, None, None, None, None, None, None, None, None, (), solve_s, n_evaluated, note
+        )
+    ratio = throughput = None
+    if optimum is not None and math.isfinite(outcome.time_s):
+        mine, best = objective(goal, outcome)[0], objective(goal, optimum)[0]
+        ratio = mine / best if best > 0 else None
+        throughput = outcome.throughput_samples_per_s / optimum.throughput_samples_per_s
+    return MethodOutcome(
+        method=method,
+        config=outcome.config.notation(),
+        predicted_iter_s=None if predicted is None else predicted[0],
+        predicted_time_s=None if predicted is None else predicted[1],
+        predicted_cost_usd=None if predicted is None else predicted[2],
+        true_iter_s=_finite(outcome.iter_s),
+        true_time_s=_finite(outcome.time_s),
+        true_cost_usd=_finite(outcome.cost_usd),
+        true_throughput_samples_per_s=_finite(outcome.throughput_samples_per_s),
+        ratio_to_optimum=ratio,
+        throughput_ratio=throughput,
+        violations=outcome.violations,
+        solve_s=solve_s,
+        n_evaluated=n_evaluated,
+        note=note,
+    )
+
+
+def run_case(
+    spec: JobSpec,
+    spec_path: str,
+    cloud: EmulatedCloud,
+    network: NetworkKnowledge,
+    settings: CaseSettings,
+    catalog: Catalog,
+) -> CaseResult:
+    """Plan ``spec`` with every method and judge all of it on the truth (see the module docstring)."""
+    model = spec.model.name or ""
+    types = [c.instance_type for c in spec.candidates]
+    profiles = profile_gpus(cloud, model, types, settings.seed)
+    judge = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
+    started = time.perf_counter()
+    optimum, outcomes = true_optimum(judge, catalog)
+    truth_s = time.perf_counter() - started
+    true_problem = judge.true_problem(catalog)
+    problem = build_problem(spec, catalog, profiles)
+    net, ab = network.bandwidth_model, network.alpha_beta
+    rows: list[MethodOutcome] = []
+    for method in settings.methods:
+        if method == "oracle_bo":
+            # A judge of its own (same draws, empty cache), so its solve time includes its measurements.
+            fresh = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
+            bo = oracle_bo(true_problem, fresh.judge, len(outcomes), settings.seed, settings.bo_fraction)
+            note = f"measured {bo.n_measured} of {len(outcomes)} configurations on the truth (quota {bo.budget})"
+            rows.append(judged(method, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
+            continue
+        plan = plan_method(method, problem, profiles, net, ab, spec.seed)  # type: ignore[arg-type]
+        best = plan.best
+        predicted = None if best is None else (best.estimate.iter_mean_s, best.time_s, best.cost_usd)
+        outcome = None if best is None else judge.judge(best.config)
+        note = (
+            ""
+            if best is None or best.feasible
+            else "chose a configuration it predicts to violate: " + ", ".join(best.violations)
+        )
+        rows.append(judged(method, spec.goal, outcome, optimum, plan.solve_time_s, plan.n_evaluated, predicted, note))
+    points = _points(outcomes, profiles, net, ab, spec.seed)
+    return CaseResult(
+        name=spec.name or Path(spec_path).stem,
+        spec_path=spec_path,
+        model=model,
+        goal=spec.goal,
+        global_batch=spec.global_batch,
+        iterations=spec.iterations,
+        deadline_s=spec.deadline_s,
+        budget_usd=spec.budget_usd,
+        space_size=len(outcomes),
+        srifty_space_size=count_configs(problem),
+        n_feasible=sum(o.feasible for o in outcomes),
+        optimum=None if optimum is None else outcome_dict(optimum),
+        methods=tuple(rows),
+        points=tuple(points),
+        profiles={
+            gpu: {
+                "device": p.device.name,
+                "probed_batches": [s.batch for s in p.samples],
+                "max_batch": p.max_batch,
+                "knee_batch": p.latency["iter"].knee_batch,
+            }
+            for gpu, p in profiles.items()
+        },
+        truth_s=truth_s,
+        profile_sources={gpu: cloud.truth(gpu, model).origin for gpu in profiles},
+        instance_gpus={name: cloud.instance(name).gpu_name for name in types},
+    )
+
+
+def _points(outcomes: Sequence[TrueOutcome], profiles: Any, net: Any, ab: Any, seed: int) -> list[dict[str, Any]]:
+    """Every configuration of the true space with its true outcome and srifty's and APM's predictions."""
+    srifty = evaluator_for("srifty", profiles, net, ab, seed)
+    apm = evaluator_for("apm", profiles, net, ab, seed)
+    out = []
+    for o in outcomes:
+        row = outcome_dict(o)
+        row["instance_types"] = sorted({g.instance.name for g in o.config.groups})
+        row["srifty_iter_s"] = None if "oom" in o.violations else srifty.evaluate(o.config).iter_mean_s
+        row["apm_iter_s"] = None if "oom" in o.violations else apm.evaluate(o.config).iter_mean_s
+        out.append(row)
+    return out
+
+
+@dataclass(frozen=True)
+class CasesRun:
+    """An evaluation of several jobs on one emulated cloud."""
+
+    cases: tuple[CaseResult, ...]
+    settings: CaseSettings
+    cloud: dict[str, Any]
+    network: dict[str, Any]
+    elapsed_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (without ``kind``/``schema_version``)."""
+        settings = asdict(self.settings)
+        settings["profile_dirs"] = [str(p) for p in self.settings.profile_dirs]
+        return {
+            "emulated": True,
+            "note": "EMULATED cloud: every 'true' figure here comes from srifty's emulated cloud, not from real VMs",
+            "settings": settings,
+            "cloud": self.cloud,
+            "network": self.network,
+            "elapsed_s": self.elapsed_s,
+            "cases": [asdict(c) for c in self.cases],
+        }
+
+
+def run_cases(spec_paths: Sequence[Path], settings: CaseSettings, progress: Progress | None = None) -> CasesRun:
+    """Evaluate every spec in ``spec_paths`` on one emulated cloud seeded with ``settings.seed``.
+
+    Raises:
+        SpecError: a spec is invalid.
+        CloudError: a model has no source profile.
+    """
+    say = progress or (lambda _msg: None)
+    started = time.perf_counter()
+    catalog = load_catalog()
+    specs = [(load_spec(p), str(p)) for p in spec_paths]
+    unknown = sorted(set(settings.methods) - set(ALL_METHODS))
+    if unknown:
+        from srifty.errors import SpecError
+
+        raise SpecError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}.")
+    sources = {}
+    for spec, _ in specs:
+        name = spec.model.name or ""
+        if name not in sources:
+            sources[name] = find_source_profiles(name, settings.profile_dirs, spec.model.precision)
+    cloud = EmulatedCloud(sources, seed=settings.seed, catalog=catalog, region=specs[0][0].region)
+    types = sorted({c.instance_type for spec, _ in specs for c in spec.candidates})
+    say(f"probing the network of {', '.join(types)} on the emulated cloud and fitting the models")
+    network = learn_network(
+        cloud, types, settings.seed, settings.fit_trials, settings.probe_allocations, settings.max_probe_world
+    )
+    results = []
+    for spec, path in specs:
+        say(f"{spec.name}: planning with {', '.join(settings.methods)} and judging on the truth")
+        results.append(run_case(spec, path, cloud, network, settings, catalog))
+    model = network.bandwidth_model
+    return CasesRun(
+        cases=tuple(results),
+        settings=settings,
+        cloud=cloud.describe(),
+        network={
+            "probe_rows": len(network.probes),
+            "instance_types": types,
+            "fit_trials": network.n_trials,
+            "probe_s": network.probe_s,
+            "fit_s": network.fit_s,
+            "cv_mape": {side: m.get("cv_mape") for side, m in getattr(model, "metrics_", {}).items()},
+        },
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+__all__ = ["PLAN_METHODS", "CaseResult", "CaseSettings", "CasesRun", "MethodOutcome", "run_case", "run_cases"]

@@ -1,0 +1,194 @@
+"""Result tables of the evaluations, as rows of strings: printed by the CLI, written to BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from srifty.evaluate.accuracy import AccuracyRun
+from srifty.evaluate.cases import CaseResult, CasesRun
+
+CASE_HEADER = (
+    "case",
+    "method",
+    "chosen configuration",
+    "true time (s)",
+    "true cost ($)",
+    "samples/s",
+    "ratio to optimum",
+    "violations",
+    "solve (s)",
+)
+METHOD_LABELS = {
+    "oracle_bo": "Oracle BO",
+    "apm": "APM",
+    "paleo": "Paleo",
+    "cgf": "CGF",
+    "fgf": "FGF",
+    "srifty_all_batches": "srifty, no knee pruning (ablation)",
+}
+ACCURACY_HEADER = ("group", "n", "srifty MAPE", "APM MAPE")
+UNDER_HEADER = ("method", "MAPE", "underestimates", "MAPE when under", "90th pct. when under")
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def case_rows(case: CaseResult) -> list[list[str]]:
+    """One row for the true optimum, then one per method."""
+    opt = case.optimum
+    rows = [
+        [
+            case.name,
+            "**true optimum**",
+            opt["config"] if opt else "none feasible",
+            _num(opt["time_s"] if opt else None, ",.0f"),
+            _num(opt["cost_usd"] if opt else None, ",.3f"),
+            _num(opt["throughput_samples_per_s"] if opt else None, ",.0f"),
+            "1.000" if opt else "—",
+            "",
+            f"{case.truth_s:.1f} ({case.space_size} judged)",
+        ]
+    ]
+    for m in case.methods:
+        no_plan = "correct: none feasible" if case.optimum is None else "missed a feasible plan"
+        rows.append(
+            [
+                case.name,
+                METHOD_LABELS.get(m.method, m.method),
+                m.config if m.config else "no plan",
+                _num(m.true_time_s, ",.0f"),
+                _num(m.true_cost_usd, ",.3f"),
+                _num(m.true_throughput_samples_per_s, ",.0f"),
+                _num(m.ratio_to_optimum, ".3f"),
+                ", ".join(m.violations) or ("none" if m.config else no_plan),
+                f"{m.solve_s:.2f}",
+            ]
+        )
+    return rows
+
+
+def cases_rows(run: CasesRun) -> list[list[str]]:
+    """Every case's rows."""
+    return [row for case in run.cases for row in case_rows(case)]
+
+
+def accuracy_rows(run: AccuracyRun) -> list[list[str]]:
+    """Table 5 of the paper: MAPE of srifty and APM by model, world size and instance type, and overall."""
+    s, a = run.summary["srifty"], run.summary["apm"]
+    rows: list[list[str]] = []
+    for key, label in (("model", "model"), ("world_size", "world size"), ("instance_type", "instance type")):
+        groups = s["by"][key]
+        order = sorted(groups, key=lambda g: (int(g) if key == "world_size" else 0, g))
+        for g in order:
+            rows.append([f"{label}: {g}", str(groups[g]["n"]), _pct(groups[g]["mape"]), _pct(a["by"][key][g]["mape"])])
+    rows.append(["**overall**", str(s["overall"]["n"]), _pct(s["overall"]["mape"]), _pct(a["overall"]["mape"])])
+    return rows
+
+
+def underestimation_rows(run: AccuracyRun) -> list[list[str]]:
+    """Figure 7 of the paper: how often each method underestimates, and by how much."""
+    rows = []
+    for method, label in (("srifty", "srifty"), ("apm", "APM")):
+        o = run.summary[method]["overall"]
+        rows.append([label, _pct(o["mape"]), _pct(o["under_rate"]), _pct(o["under_mape"]), _pct(o["under_p90"])])
+    return rows
+
+
+def markdown(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+SUMMARY_HEADER = (
+    "method",
+    "within 5% of the optimum",
+    "geometric-mean ratio",
+    "violations where a plan was feasible",
+    "right about infeasible cases",
+    "mean solve (s)",
+)
+
+
+def method_summary_rows(run: CasesRun) -> list[list[str]]:
+    """Per method, over every case: how often it lands within 5% of the true optimum, the geometric mean of
+    its ratios, how often it breaks a constraint where a feasible plan existed, and how it handles cases
+    with no feasible plan (right: no plan, or a plan it knows violates them)."""
+    methods = [m.method for m in run.cases[0].methods] if run.cases else []
+    rows = []
+    for method in methods:
+        picks = [(case, next(m for m in case.methods if m.method == method)) for case in run.cases]
+        feasible = [(c, m) for c, m in picks if c.optimum is not None]
+        within = sum(
+            1 for _, m in feasible if m.ratio_to_optimum is not None and m.ratio_to_optimum <= 1.05 and not m.violations
+        )
+        ratios = [m.ratio_to_optimum for _, m in feasible if m.ratio_to_optimum is not None]
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+        broke = sum(1 for _, m in feasible if m.violations or m.config is None)
+        hopeless = [m for c, m in picks if c.optimum is None]
+        right = sum(1 for m in hopeless if m.config is None)
+        rows.append(
+            [
+                METHOD_LABELS.get(method, method),
+                f"{within} of {len(feasible)}",
+                _num(geo, ".3f"),
+                f"{broke} of {len(feasible)}",
+                f"{right} of {len(hopeless)}" if hopeless else "—",
+                f"{sum(m.solve_s for _, m in picks) / len(picks):.2f}",
+            ]
+        )
+    return rows
+
+
+def _knee_floor(knee: float | None) -> int:
+    if knee is None or knee < 1:
+        return 1
+    return 1 << (int(knee).bit_length() - 1)
+
+
+def miss_notes(run: CasesRun, method: str = "srifty") -> list[str]:
+    """Why ``method`` missed the 5% target where it did, computed from the results."""
+    notes = []
+    for case in run.cases:
+        m = next((x for x in case.methods if x.method == method), None)
+        if m is None or case.optimum is None:
+            continue
+        if m.config is not None and not m.violations and m.ratio_to_optimum is not None and m.ratio_to_optimum <= 1.05:
+            continue
+        opt = case.optimum
+        points = {p["config"]: p for p in case.points}
+        reason = []
+        knees = {g: _knee_floor(info["knee_batch"]) for g, info in case.profiles.items()}
+        for part in opt["config"].split(","):
+            count_type, batch = part.split("@")
+            floor = knees.get(case.instance_gpus.get(count_type.split("x", 1)[1], ""), 1)
+            if int(batch) < floor:
+                reason.append(
+                    f"the optimum runs {part}, a local batch below the knee floor {floor} srifty prunes at (the "
+                    "paper's second insight), so srifty never considered it"
+                )
+        if not reason and m.config is not None:
+            mine, best = points.get(m.config, {}), points.get(opt["config"], {})
+            if mine.get("srifty_iter_s") and best.get("srifty_iter_s"):
+                reason.append(
+                    f"prediction error: srifty predicted {1000 * mine['srifty_iter_s']:.1f} ms per iteration for its "
+                    f"choice and {1000 * best['srifty_iter_s']:.1f} ms for the optimum; the truth is "
+                    f"{1000 * mine['iter_s']:.1f} ms and {1000 * best['iter_s']:.1f} ms"
+                )
+        ablation = next((x for x in case.methods if x.method == "srifty_all_batches"), None)
+        if ablation is not None and ablation.ratio_to_optimum is not None and method == "srifty":
+            reason.append(
+                f"without knee pruning srifty picks {ablation.config} (ratio {ablation.ratio_to_optimum:.3f})"
+            )
+        got = "no plan" if m.config is None else f"{m.config} (ratio {_num(m.ratio_to_optimum, '.3f')})"
+        why = "; ".join(reason) or "see the points in the raw results"
+        notes.append(f"{case.name}: {METHOD_LABELS.get(method, method)} chose {got}; {why}.")
+    return notes
