@@ -6,7 +6,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-DEMO_SPEC ?= examples/case6-inception.yaml
+DEMO_SPEC ?= examples/case5-bert.yaml
 PYTEST_ARGS ?=
 
 SKY_VENV := .venv-sky
