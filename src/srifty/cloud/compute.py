@@ -2,7 +2,8 @@
 
 No GPU was available to this project, so for most GPU types the truth is an *estimate*: srifty's
 cross-GPU estimate (:func:`srifty.compute.estimate_profile`) of a measured source profile (the CPU
-profiles bundled with srifty, or any given), times a hidden per-GPU-type factor drawn once per seed
+profiles bundled with srifty, or any given), calibrated to public GPU training throughput where the
+model has some (:mod:`srifty.cloud.reference`), times a hidden per-GPU-type factor drawn once per seed
 (:class:`~srifty.cloud.params.HiddenDraw`). The factor stands for the estimate's own error, so a planner
 that learned the estimate without measuring would still be wrong by it. Where a profile *measured on
 that GPU* is among the sources, the truth is that profile's fitted curves instead, with no factor, and
@@ -23,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from srifty.catalog import Catalog, GpuSpec
 from srifty.cloud.params import CloudParams, HiddenDraw
+from srifty.cloud.reference import calibrate
 from srifty.compute import LatencyModel, Profile, choose_source, estimate_profile
 from srifty.errors import ProfileError
 
@@ -37,7 +39,8 @@ class ComputeTruth:
         model: the model's name.
         gpu: the catalog GPU name.
         curves: ``fw``, ``bw``, ``step`` mean latency (ms) against local batch, before ``factor``.
-        factor: hidden multiplier on every curve (1 for a measured GPU profile).
+        factor: hidden multiplier on every curve, times the public-reference calibration (1 for a measured
+            GPU profile).
         max_batch: largest local batch that fits the GPU's memory.
         origin: where the curves came from, in words.
         residuals: resampled per-iteration factors (from a measured GPU profile), or empty for ``N(1, σ)``.
@@ -116,7 +119,8 @@ def build_compute_truth(
         )
     choice = choose_source(sources, spec, catalog)
     estimate = estimate_profile(choice.profile, spec, catalog=catalog, reason=choice.reason)
-    factor = hidden.compute_factor(spec.name)
+    calibration = calibrate(sources, catalog)
+    factor = hidden.compute_factor(spec.name) * calibration.factor
     return ComputeTruth(
         model=model,
         gpu=spec.name,
@@ -125,7 +129,7 @@ def build_compute_truth(
         max_batch=estimate.max_batch,
         origin=(
             f"EMULATED: srifty's roofline estimate from the {choice.profile.device.label} profile "
-            f"({choice.profile.device.name}) times a hidden factor"
+            f"({choice.profile.device.name}), {calibration.note}, times a hidden factor"
         ),
         residuals=(),
         temporal_sigma=params.compute_temporal_sigma,

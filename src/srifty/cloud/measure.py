@@ -233,6 +233,7 @@ def _row(
         "emulation_scale": 1.0,
         "shaped_gbps": float("nan"),
         "slowest_link_gbps": float("nan"),
+        "intra_node_shaped_gbps": float("nan"),
         "rate_variation": 0.0,
         "testbed_name": label,
     }

@@ -165,8 +165,8 @@ def run_accuracy(settings: AccuracySettings, progress: Progress | None = None) -
     for model in settings.models:
         say(f"{model}: profiling and predicting the grid")
         profiles = profile_gpus(cloud, model, types, settings.seed)
-        srifty = evaluator_for("srifty", profiles, network.bandwidth_model, network.alpha_beta, settings.seed)  # type: ignore[arg-type]
-        apm = evaluator_for("apm", profiles, network.bandwidth_model, network.alpha_beta, settings.seed)  # type: ignore[arg-type]
+        srifty = evaluator_for("srifty", profiles, network.bandwidth_model, network.alpha_beta, settings.seed)
+        apm = evaluator_for("apm", profiles, network.bandwidth_model, network.alpha_beta, settings.seed)
         for name in types:
             configs = grid_configs(cloud, model, name, settings)
             if not configs:

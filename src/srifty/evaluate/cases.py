@@ -208,7 +208,7 @@ def run_case(
             note = f"measured {bo.n_measured} of {len(outcomes)} configurations on the truth (quota {bo.budget})"
             rows.append(judged(method, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
             continue
-        plan = plan_method(method, problem, profiles, net, ab, spec.seed)  # type: ignore[arg-type]
+        plan = plan_method(method, problem, profiles, net, ab, spec.seed)
         best = plan.best
         predicted = None if best is None else (best.estimate.iter_mean_s, best.time_s, best.cost_usd)
         outcome = None if best is None else judge.judge(best.config)

@@ -15,11 +15,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from srifty.cloud import EmulatedCloud, named_rng
 from srifty.compute import Profile
+
+if TYPE_CHECKING:  # importing them needs xgboost; the fields are filled by fit_network
+    from srifty.network import AlphaBetaModel, BandwidthModel
 
 DEFAULT_FIT_TRIALS = 4
 DEFAULT_FIT_FOLDS = 3
@@ -38,8 +42,8 @@ class NetworkKnowledge:
     """
 
     probes: pd.DataFrame
-    bandwidth_model: object
-    alpha_beta: object
+    bandwidth_model: BandwidthModel
+    alpha_beta: AlphaBetaModel
     n_trials: int
     probe_s: float
     fit_s: float
