@@ -39,3 +39,15 @@ def test_not_json_and_missing(tmp_path: Path) -> None:
         read_json_artifact(tmp_path / "bad.json", "thing", 1)
     with pytest.raises(ArtifactError, match="does not exist"):
         read_json_artifact(tmp_path / "none.json", "thing", 1)
+
+
+def test_written_files_get_umask_permissions_not_private_temp_ones(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = atomic_write_text(tmp_path / "plan.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644

@@ -19,11 +19,17 @@ from srifty.errors import ArtifactError
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically: a temp file in the same folder, fsync, then rename."""
+    """Write ``data`` to ``path`` atomically: a temp file in the same folder, fsync, then rename.
+
+    The file gets the usual permissions (0666 less the umask), not the temp file's private 0600.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
