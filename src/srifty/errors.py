@@ -42,10 +42,6 @@ class InfeasiblePlanError(SriftyError):
         self.binding_constraint = binding_constraint
 
 
-class NotBuiltYetError(SriftyError):
-    """A command that exists in the CLI skeleton but whose stage is not built yet."""
-
-
 def closest_names(name: str, valid: Iterable[str], n: int = 3) -> list[str]:
     """The ``n`` valid names closest to ``name`` (case-insensitive), best first."""
     valid_list = sorted(set(valid))

@@ -14,12 +14,11 @@ from typing import Annotated
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd, eval_cmd, network_cmd, plan_cmd, profile_cmd
+from srifty.cli import catalog_cmd, eval_cmd, network_cmd, plan_cmd, profile_cmd, run_cmd
 from srifty.cli.console import err
-from srifty.errors import NotBuiltYetError, SriftyError
+from srifty.errors import SriftyError
 
 EXIT_USER_ERROR = 2
-EXIT_NOT_BUILT = 3
 
 app = typer.Typer(
     name="srifty",
@@ -37,6 +36,7 @@ app.command()(network_cmd.probe)
 app.command("fit-net")(network_cmd.fit_net)
 app.add_typer(eval_cmd.app, name="eval")
 app.command("report")(eval_cmd.report_command)
+app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run_cmd.run_command)
 
 
 def _version(value: bool) -> None:
@@ -55,16 +55,6 @@ def main(
     """srifty: which VMs to rent, how many, spot or on-demand, and what batch per VM."""
 
 
-def _not_built(command: str, issue: int) -> None:
-    raise NotBuiltYetError(f"`srifty {command}` is not implemented yet (tracked in issue #{issue}).")
-
-
-@app.command("run")
-def run_job() -> None:
-    """Run training and re-plan while it runs."""
-    _not_built("run", 9)
-
-
 def run(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: run the CLI and turn user errors into exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -72,9 +62,6 @@ def run(argv: Sequence[str] | None = None) -> None:
     try:
         # Standalone mode: usage errors and --help exit inside Typer, with its own messages and codes.
         app(args=args, prog_name="srifty")
-    except NotBuiltYetError as error:
-        err.print(f"[yellow]not implemented yet:[/yellow] {error}")
-        sys.exit(EXIT_NOT_BUILT)
     except SriftyError as error:
         if debug:
             traceback.print_exc()

@@ -15,9 +15,11 @@ from srifty.spec.model import (
     FIELD_EXPECTATIONS,
     REQUIRED_EXAMPLES,
     CandidateSpec,
+    EmulationSpec,
     JobSpec,
     ModelSpec,
     OverheadSpec,
+    PreemptionSpec,
 )
 
 _MODELS_BY_PATH: dict[str, type[BaseModel]] = {
@@ -25,6 +27,8 @@ _MODELS_BY_PATH: dict[str, type[BaseModel]] = {
     "model": ModelSpec,
     "overheads": OverheadSpec,
     "candidates": CandidateSpec,
+    "emulation": EmulationSpec,
+    "emulation.preemptions": PreemptionSpec,
 }
 
 
@@ -133,6 +137,24 @@ def check_against_catalog(spec: JobSpec, catalog: Catalog, source: str = "spec")
                 raise SpecError(f"{where}.zone: '{cand.zone}' is not a zone of {spec.region}.{hint}")
 
 
+def check_emulation(spec: JobSpec, source: str = "spec") -> None:
+    """Injected preemptions must name a candidate (instance type and market).
+
+    Raises:
+        SpecError: naming the preemption and the candidates.
+    """
+    if spec.emulation is None:
+        return
+    candidates = {(c.instance_type, c.market) for c in spec.candidates}
+    for index, event in enumerate(spec.emulation.preemptions):
+        if (event.instance_type, event.market) not in candidates:
+            listed = ", ".join(f"{name} ({market})" for name, market in sorted(candidates))
+            raise SpecError(
+                f"{source}: emulation.preemptions[{index}] preempts {event.instance_type} ({event.market}), which is "
+                f"not a candidate; candidates are {listed}."
+            )
+
+
 def load_spec(path: str | Path, catalog: Catalog | None = None) -> JobSpec:
     """Read, validate and catalog-check a YAML job spec; relative paths resolve against its folder.
 
@@ -153,6 +175,7 @@ def load_spec(path: str | Path, catalog: Catalog | None = None) -> JobSpec:
         raise SpecError(f"{source} is not a UTF-8 text file; a spec is YAML text.") from None
     spec = spec_from_mapping(data, source=str(source))
     check_against_catalog(spec, catalog or load_catalog(), source=str(source))
+    check_emulation(spec, source=str(source))
     spec = spec.resolve_paths(source.parent)
     if spec.name is None:
         spec = spec.model_copy(update={"name": source.stem})

@@ -71,6 +71,30 @@ class OverheadSpec(_Strict):
     checkpoint_restore_s: float = Field(default=DEFAULT_CHECKPOINT_RESTORE_S, ge=0)
 
 
+class PreemptionSpec(_Strict):
+    """An injected spot reclaim for an emulated run: ``count`` VMs of a type, when training reaches an iteration."""
+
+    at_iteration: PositiveInt
+    instance_type: str = Field(min_length=1)
+    market: Literal["spot", "on_demand"] = "spot"
+    count: PositiveInt = 1
+
+
+class EmulationSpec(_Strict):
+    """Settings used only by ``srifty run --emulated`` (the emulated cloud; ignored by planning).
+
+    ``start_config`` fixes the configuration the scenario starts on (paper notation); without it the
+    scenario starts on srifty's plan. ``preemptions`` are injected reclaims; ``spot_process`` adds the
+    emulated cloud's own seeded preemption process.
+    """
+
+    seed: int = 0
+    start_config: str | None = None
+    preemptions: tuple[PreemptionSpec, ...] = ()
+    spot_process: bool = False
+    checkpoint_every: PositiveInt | None = None
+
+
 class JobSpec(_Strict):
     """A distributed training job and the constraints it must be planned under."""
 
@@ -89,6 +113,7 @@ class JobSpec(_Strict):
     overheads: OverheadSpec = OverheadSpec()
     network_model: Path | None = None
     seed: int = 0
+    emulation: EmulationSpec | None = None
 
     @field_validator("model", mode="before")
     @classmethod
@@ -147,6 +172,13 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "overheads.checkpoint_restore_s": "a number of seconds >= 0",
     "network_model": "a path to a bandwidth model file",
     "seed": "an integer",
+    "emulation": "a mapping with seed, start_config, preemptions, spot_process, checkpoint_every",
+    "emulation.seed": "an integer",
+    "emulation.start_config": "a configuration such as 2xp3.8xlarge@128",
+    "emulation.preemptions": "a list of {at_iteration, instance_type, market, count}",
+    "emulation.preemptions.at_iteration": "a positive integer",
+    "emulation.preemptions.count": "a positive integer",
+    "emulation.checkpoint_every": "a positive integer (iterations)",
 }
 
 REQUIRED_EXAMPLES: dict[str, str] = {

@@ -1,0 +1,91 @@
+"""The Python API behind ``srifty run``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from srifty.artifacts import read_json_artifact
+from srifty.catalog import load_catalog
+from srifty.errors import SpecError
+from srifty.plan.api import plan_job
+from srifty.plan.result import PLAN_KIND, PLAN_SCHEMA_VERSION, Plan
+from srifty.runtime.controller import Controller
+from srifty.runtime.local import Fault, LocalRunner, RunOutcome, checkpoint_interval_iters, make_log
+from srifty.sim import Config, parse_config
+from srifty.spec import JobSpec, load_spec
+
+
+def config_from_plan(plan_path: Path, spec_path: Path, spec: JobSpec) -> tuple[Config, float | None]:
+    """The chosen configuration of a plan file, refusing one made for another spec.
+
+    Returns the configuration and its predicted mean iteration time (s).
+
+    Raises:
+        SpecError: the plan was made from a different spec file (digest mismatch) or is infeasible.
+    """
+    doc = read_json_artifact(plan_path, PLAN_KIND, PLAN_SCHEMA_VERSION)
+    digest = hashlib.sha256(spec_path.read_bytes()).hexdigest()
+    planned_for = (doc.get("spec") or {}).get("digest")
+    if planned_for != digest:
+        raise SpecError(
+            f"{plan_path} was made for another spec (or another version of {spec_path.name}): its spec digest is "
+            f"{str(planned_for)[:12]}…, {spec_path.name} is {digest[:12]}…. Re-plan with `srifty plan {spec_path} "
+            f"--json {plan_path}`."
+        )
+    best = doc.get("best")
+    if not best:
+        raise SpecError(f"{plan_path} has no feasible configuration to run; re-plan with looser constraints.")
+    markets = {g["instance_type"]: g["market"] for g in best["groups"]}
+    config = parse_config(best["config"], spec.region, spec.cloud, load_catalog(), markets)
+    return config, float(best["iter_mean_s"])
+
+
+def plan_remaining(remaining: JobSpec) -> Plan:
+    """Re-plan what is left of a job (same model, profiles and bandwidth model as the original spec)."""
+    return plan_job(remaining)[0]
+
+
+def run_local_job(
+    spec_path: str | Path,
+    train_command: Sequence[str],
+    run_dir: str | Path,
+    plan_path: str | Path | None = None,
+    config_text: str | None = None,
+    faults: Sequence[Fault] = (),
+    hang_timeout_s: float = 60.0,
+    ckpt_every: int | None = None,
+) -> RunOutcome:
+    """Run a job with local processes standing for the planned GPUs (see :mod:`srifty.runtime.local`)."""
+    spec_file = Path(spec_path)
+    spec = load_spec(spec_file)
+    iter_s: float | None = None
+    if config_text is not None:
+        markets = {c.instance_type: c.market for c in spec.candidates}
+        config = parse_config(config_text, spec.region, spec.cloud, load_catalog(), markets)
+    elif plan_path is not None:
+        config, iter_s = config_from_plan(Path(plan_path), spec_file, spec)
+    else:
+        plan, _ = plan_job(spec)
+        if plan.best is None:
+            raise SpecError(plan.infeasibility.message if plan.infeasibility else "no feasible configuration")
+        config, iter_s = plan.best.config, plan.best.estimate.iter_mean_s
+    if config.global_batch != spec.global_batch:
+        raise SpecError(
+            f"configuration {config} places {config.global_batch} samples, the spec's global_batch is "
+            f"{spec.global_batch}"
+        )
+    out = Path(run_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    every = ckpt_every or checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_s or 1.0)
+    controller = Controller(spec, config, plan_remaining, make_log(out))
+    runner = LocalRunner(controller, train_command, out, faults, hang_timeout_s, every)
+    outcome = runner.run()
+    (out / "summary.json").write_text(
+        json.dumps(
+            {"iterations": outcome.iterations, "launches": outcome.launches, "configs": outcome.configs}, indent=1
+        )
+    )
+    return outcome

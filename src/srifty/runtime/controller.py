@@ -1,0 +1,268 @@
+"""The runtime controller: track progress and cost against the plan, re-plan only when certain.
+
+Fed with finished iterations and events (preemption, a hung worker) and the time they happened; it never
+reads a clock itself. After each iteration it projects the rest of the job with the *optimistic* bound of
+the windowed throughput (:mod:`srifty.runtime.progress`). Only when even that misses the deadline or the
+budget does it re-plan, with what is left: ``N − n`` iterations, ``T − t`` seconds, ``$ − c`` dollars, the
+spec's switching overheads and its original goal. A preempted instance type (on its market) is never
+chosen again, except for the VMs of it still running. Every decision goes to the decision log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from srifty.plan.result import Plan
+from srifty.runtime.decisions import Decision, DecisionLog
+from srifty.runtime.progress import DEFAULT_WINDOW_S, ProgressTracker
+from srifty.sim import Config, ConfigGroup
+from srifty.spec import CandidateSpec, JobSpec
+from srifty.units import usd_for
+
+Replanner = Callable[[JobSpec], Plan]
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Where the job is heading, by the optimistic bound of the window."""
+
+    remaining_iterations: int
+    optimistic_remaining_s: float
+    optimistic_end_s: float
+    optimistic_cost_usd: float
+    misses_deadline: bool
+    exceeds_budget: bool
+
+
+class Controller:
+    """Progress, cost and re-planning for one job.
+
+    Args:
+        spec: the job as the user asked for it (original constraints, measured from ``start_s``).
+        config: the configuration training starts on.
+        replan: plans a :class:`JobSpec` (the remaining job); usually :func:`srifty.plan.api.plan_job`.
+        log: where decisions go.
+        start_s: when the job started (its VMs started billing).
+        window_s: the throughput window (``K`` minutes in the paper; 5 by default).
+    """
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        config: Config,
+        replan: Replanner,
+        log: DecisionLog,
+        start_s: float = 0.0,
+        window_s: float = DEFAULT_WINDOW_S,
+    ) -> None:
+        self.spec = spec
+        self.config = config
+        self.replan_fn = replan
+        self.log = log
+        self.start_s = start_s
+        self.tracker = ProgressTracker(window_s)
+        self.tracker.record(0, start_s)
+        self.iteration = 0
+        self._config_since_s = start_s
+        self._spent_before_usd = 0.0
+        self._banned: set[tuple[str, str]] = set()
+        self._next_check_s = start_s
+        # VMs of the current configuration still running after a preemption (None: all of them).
+        self._survivors: list[ConfigGroup] | None = None
+        self._emit(Decision(start_s, 0, "start", "training starts on the planned configuration", config.notation()))
+
+    # ---- accounting --------------------------------------------------------------------------------
+
+    def cost_so_far_usd(self, now_s: float) -> float:
+        """What the job has cost up to ``now_s``: earlier configurations plus the current one since it started."""
+        return self._spent_before_usd + usd_for(self.config.price_usd_per_hour(), now_s - self._config_since_s)
+
+    def project(self, now_s: float) -> Projection | None:
+        """The optimistic projection, or ``None`` while the window holds too few iterations."""
+        window = self.tracker.window()
+        if window is None:
+            return None
+        remaining = self.spec.iterations - self.iteration
+        rest_s = remaining * window.optimistic_iter_s
+        end_s = now_s + rest_s
+        cost = self.cost_so_far_usd(now_s) + usd_for(self.config.price_usd_per_hour(), rest_s)
+        deadline = self.spec.deadline_s
+        budget = self.spec.budget_usd
+        return Projection(
+            remaining,
+            rest_s,
+            end_s,
+            cost,
+            deadline is not None and end_s - self.start_s > deadline,
+            budget is not None and cost > budget,
+        )
+
+    # ---- events ------------------------------------------------------------------------------------
+
+    def on_iteration(self, iteration: int, now_s: float) -> Decision | None:
+        """Iteration count ``iteration`` reached at ``now_s``; returns a switch decision if it re-plans."""
+        self.iteration = iteration
+        self.tracker.record(iteration, now_s)
+        if iteration >= self.spec.iterations:
+            return self._emit(
+                Decision(
+                    now_s,
+                    iteration,
+                    "finish",
+                    "all iterations done",
+                    self.config.notation(),
+                    {"cost_usd": self.cost_so_far_usd(now_s), "elapsed_s": now_s - self.start_s},
+                )
+            )
+        projection = self.project(now_s)
+        if projection is None or now_s < self._next_check_s:
+            return None
+        if not (projection.misses_deadline or projection.exceeds_budget):
+            return None
+        what = []
+        if projection.misses_deadline:
+            what.append(
+                f"even at the optimistic throughput the job ends at {projection.optimistic_end_s - self.start_s:.0f} s "
+                f"> deadline {self.spec.deadline_s:.0f} s"
+            )
+        if projection.exceeds_budget:
+            what.append(
+                f"even optimistically it costs ${projection.optimistic_cost_usd:.2f} > budget "
+                f"${self.spec.budget_usd:.2f}"
+            )
+        return self._replan(now_s, "; ".join(what), {"projection": projection.__dict__})
+
+    def on_preemption(self, instance_type: str, market: str, lost_vms: int, now_s: float) -> Decision:
+        """``lost_vms`` VMs of ``instance_type`` on ``market`` were taken away at ``now_s``."""
+        self._banned.add((instance_type, market))
+        survivors = []
+        for g in self.config.groups:
+            if g.instance.name == instance_type and g.market == market:
+                if g.count > lost_vms:
+                    survivors.append(ConfigGroup(g.instance, g.count - lost_vms, g.local_batch, g.market))
+            else:
+                survivors.append(g)
+        self._settle(now_s)
+        self._emit(
+            Decision(
+                now_s,
+                self.iteration,
+                "preempted",
+                f"{lost_vms} {instance_type} ({market}) VM(s) preempted; {instance_type} will not be launched again",
+                self.config.notation(),
+                {"survivors": [g.notation() for g in survivors]},
+            )
+        )
+        self._survivors = survivors
+        decision = self._replan(now_s, f"{instance_type} preempted", {}, force=True)
+        return decision
+
+    def on_hang(self, instance_type: str, market: str, now_s: float, detail: str) -> Decision:
+        """A worker stopped making progress: treated as the preemption of its VM."""
+        self._emit(
+            Decision(
+                now_s,
+                self.iteration,
+                "hang",
+                f"worker hung ({detail}); treating its VM as preempted",
+                self.config.notation(),
+            )
+        )
+        return self.on_preemption(instance_type, market, 1, now_s)
+
+    # ---- re-planning -------------------------------------------------------------------------------
+
+    def remaining_spec(self, now_s: float) -> JobSpec | None:
+        """The job that is left, or ``None`` when no time or money is left to plan with."""
+        elapsed = now_s - self.start_s
+        deadline = None if self.spec.deadline_s is None else self.spec.deadline_s - elapsed
+        budget = None if self.spec.budget_usd is None else self.spec.budget_usd - self.cost_so_far_usd(now_s)
+        if (deadline is not None and deadline <= 0) or (budget is not None and budget <= 0):
+            return None
+        alive = self._survivors if self._survivors is not None else list(self.config.groups)
+        running = {(g.instance.name, g.market): g.count for g in alive}
+        candidates = []
+        for cand in self.spec.candidates:
+            key = (cand.instance_type, cand.market)
+            quota = running.get(key, 0) if key in self._banned else cand.quota
+            if quota > 0:
+                candidates.append(
+                    CandidateSpec(instance_type=cand.instance_type, market=cand.market, quota=quota, zone=cand.zone)
+                )
+        if not candidates:
+            return None
+        return self.spec.model_copy(
+            update={
+                "iterations": self.spec.iterations - self.iteration,
+                "deadline_s": deadline,
+                "budget_usd": budget,
+                "candidates": tuple(candidates),
+            }
+        )
+
+    def _replan(self, now_s: float, why: str, details: dict, force: bool = False) -> Decision:
+        remaining = self.remaining_spec(now_s)
+        if remaining is None:
+            self._next_check_s = now_s + self.tracker.window_s
+            return self._emit(
+                Decision(
+                    now_s,
+                    self.iteration,
+                    "no_alternative",
+                    f"{why}; no time, money or instance types left to re-plan with",
+                    self.config.notation(),
+                    details,
+                )
+            )
+        plan = self.replan_fn(remaining)
+        if not plan.feasible or plan.best is None:
+            self._next_check_s = now_s + self.tracker.window_s
+            reason = plan.infeasibility.message if plan.infeasibility else "no feasible configuration"
+            if force and self._survivors:
+                # Nothing better: carry on with the VMs that are left.
+                self.config = Config(tuple(self._survivors))
+                self._config_since_s = now_s
+            return self._emit(
+                Decision(
+                    now_s,
+                    self.iteration,
+                    "no_alternative",
+                    f"{why}; re-plan found none: {reason}",
+                    self.config.notation(),
+                    details,
+                )
+            )
+        best = plan.best
+        self._settle(now_s)
+        previous = self.config.notation()
+        self.config = best.config
+        self._config_since_s = now_s
+        self._survivors = list(best.config.groups)
+        self.tracker.reset_window(self.iteration, now_s)
+        return self._emit(
+            Decision(
+                now_s,
+                self.iteration,
+                "switch",
+                f"{why}; switching {previous} → {best.config.notation()}",
+                best.config.notation(),
+                {
+                    **details,
+                    "predicted_remaining_s": best.time_s,
+                    "predicted_cost_usd": best.cost_usd,
+                    "remaining_iterations": remaining.iterations,
+                    "remaining_deadline_s": remaining.deadline_s,
+                    "remaining_budget_usd": remaining.budget_usd,
+                },
+            )
+        )
+
+    def _settle(self, now_s: float) -> None:
+        """Bank the current configuration's cost up to ``now_s``."""
+        self._spent_before_usd = self.cost_so_far_usd(now_s)
+        self._config_since_s = now_s
+
+    def _emit(self, decision: Decision) -> Decision:
+        self.log.append(decision)
+        return decision

@@ -1,0 +1,53 @@
+"""The decision log: one JSON line per decision, appended and fsync'ed, so a killed runtime loses none."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Action = Literal["start", "continue", "replan", "switch", "preempted", "hang", "no_alternative", "finish"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the controller decided at ``time_s`` after ``iteration`` iterations, and why."""
+
+    time_s: float
+    iteration: int
+    action: Action
+    reason: str
+    config: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class DecisionLog:
+    """Append-only JSON-lines file. Each write is flushed and fsync'ed before returning."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def append(self, decision: Decision) -> None:
+        """Append one decision durably."""
+        line = json.dumps(asdict(decision), sort_keys=True) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self) -> list[Decision]:
+        """Every complete decision in the log (a torn last line from a crash is skipped)."""
+        if not self.path.exists():
+            return []
+        out = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(Decision(**json.loads(line)))
+            except (json.JSONDecodeError, TypeError):
+                continue
+        return out

@@ -1,0 +1,200 @@
+"""``srifty run --emulated``: a job on srifty's EMULATED cloud, on an emulated clock (paper, Figure 8).
+
+srifty learns the cloud as it would a real one (profiles each GPU type with 4 probes, grid-probes the
+network, fits its bandwidth model; :mod:`srifty.evaluate.learn`), plans, and the job then "runs": VMs
+take the cloud's launch time, every iteration takes the cloud's true time for the configuration and its
+placement, the spec's injected reclaims (and, optionally, the cloud's own spot process) take VMs away.
+The :class:`~srifty.runtime.controller.Controller` sees only finished iterations and events, as it would in
+a real run. After a reclaim, training resumes from the last checkpoint once the new VMs are up and the
+checkpoint is restored (whichever takes longer, as the paper overlaps them). VMs bill from the moment
+they are requested. Nothing here is a measurement of a real cloud.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from srifty.artifacts import atomic_write_text
+from srifty.catalog import load_catalog
+from srifty.errors import SpecError
+from srifty.plan.api import plan_job
+from srifty.plan.inputs import PlanInputs
+from srifty.plan.result import Plan
+from srifty.runtime.controller import Controller
+from srifty.runtime.decisions import DecisionLog
+from srifty.runtime.local import checkpoint_interval_iters
+from srifty.sim import parse_config
+from srifty.spec import JobSpec, load_spec
+
+if TYPE_CHECKING:
+    from srifty.cloud import EmulatedCloud
+    from srifty.compute import Profile
+
+
+@dataclass
+class EmulatedOutcome:
+    """How the emulated job went (emulated seconds and dollars)."""
+
+    finished_s: float
+    cost_usd: float
+    iterations: int
+    met_deadline: bool | None
+    within_budget: bool | None
+    configs: list[str]
+    timeline: list[dict[str, object]] = field(default_factory=list)
+
+
+def learned_inputs(spec: JobSpec, cloud: EmulatedCloud, seed: int) -> PlanInputs:
+    """srifty's knowledge of the emulated cloud: measured profiles per GPU and a fitted bandwidth model."""
+    from srifty.evaluate.learn import learn_network, profile_gpus
+
+    types = [c.instance_type for c in spec.candidates]
+    model = spec.model.name or ""
+    profiles = profile_gpus(cloud, model, types, seed)
+    knowledge = learn_network(cloud, types, seed)
+    sources = {gpu: "measured on the EMULATED cloud (4 probes)" for gpu in profiles}
+    return PlanInputs(profiles, sources, knowledge.bandwidth_model, "fitted on EMULATED-cloud probes")
+
+
+def run_emulated_job(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profile]] | None = None) -> EmulatedOutcome:
+    """Run ``spec`` on the emulated cloud (see the module docstring)."""
+    from srifty.cloud import EmulatedCloud, named_rng
+    from srifty.compute.bundled import bundled_profiles_for
+
+    emulation = spec.emulation
+    if emulation is None:
+        raise SpecError("--emulated needs an `emulation:` section in the spec (at least `seed: 0`)")
+    model = spec.model.name or ""
+    source_profiles = sources or {model: [p for p in bundled_profiles_for(model) if p.device.kind == "cpu"]}
+    if not source_profiles.get(model):
+        raise SpecError(f"the emulated cloud needs a bundled CPU profile of {model} to build its truth from")
+    cloud = EmulatedCloud(source_profiles, seed=emulation.seed, region=spec.region, cloud=spec.cloud, model=model)
+    inputs = learned_inputs(spec, cloud, emulation.seed)
+    catalog = load_catalog()
+
+    def replan(remaining: JobSpec) -> Plan:
+        return plan_job(remaining, catalog, inputs)[0]
+
+    if emulation.start_config is not None:
+        markets = {c.instance_type: c.market for c in spec.candidates}
+        config = parse_config(emulation.start_config, spec.region, spec.cloud, catalog, markets)
+        if config.global_batch != spec.global_batch:
+            raise SpecError(f"emulation.start_config places {config.global_batch} samples, not {spec.global_batch}")
+    else:
+        first = replan(spec)
+        if first.best is None:
+            raise SpecError(first.infeasibility.message if first.infeasibility else "no feasible configuration")
+        config = first.best.config
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = DecisionLog(run_dir / "decisions.jsonl")
+    if log.path.exists():
+        log.path.unlink()
+    controller = Controller(spec, config, replan, log, start_s=0.0)
+    rng = named_rng(emulation.seed, "emulated-run")
+    timeline: list[dict[str, object]] = []
+
+    def event(t: float, kind: str, **details: object) -> None:
+        timeline.append({"time_s": round(t, 3), "iteration": controller.iteration, "event": kind, **details})
+
+    iter_guess = 1.0
+    every = emulation.checkpoint_every or checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_guess)
+    pending = sorted(emulation.preemptions, key=lambda p: p.at_iteration)
+    now = 0.0
+    ready_at = now + max(cloud.launch_time_s(rng) for _ in range(config.n_vms))
+    event(now, "launch", config=config.notation(), ready_at_s=round(ready_at, 1))
+    now = ready_at
+    event(now, "ready", config=config.notation())
+    checkpoint = 0
+    configs = [config.notation()]
+    while controller.iteration < spec.iterations:
+        allocation = cloud.allocate(config, rng)
+        remaining = spec.iterations - controller.iteration
+        times = cloud.iteration_times_s(config, allocation, remaining, rng)
+        spot = (
+            [p.time_s + now for p in cloud.preemption_times(config, float(times.sum()), rng)]
+            if emulation.spot_process
+            else []
+        )
+        reclaim: tuple[str, str, int] | None = None
+        for dt in times:
+            now += float(dt)
+            iteration = controller.iteration + 1
+            controller.on_iteration(iteration, now)
+            timeline.append({"time_s": round(now, 3), "iteration": iteration, "event": "iteration"})
+            if iteration % every == 0:
+                checkpoint = iteration
+            if iteration >= spec.iterations:
+                break
+            if pending and iteration >= pending[0].at_iteration:
+                hit = pending.pop(0)
+                reclaim = (hit.instance_type, hit.market, hit.count)
+            elif spot and now >= spot[0]:
+                spot.pop(0)
+                group = next(g for g in config.groups if g.market == "spot")
+                reclaim = (group.instance.name, group.market, 1)
+            if reclaim is not None:
+                break
+        if reclaim is None:
+            continue
+        name, market, count = reclaim
+        event(now, "preempted", instance_type=name, vms=count)
+        survivors: dict[tuple[str, str], int] = {(g.instance.name, g.market): g.count for g in config.groups}
+        survivors[(name, market)] = max(0, survivors.get((name, market), 0) - count)
+        decision = controller.on_preemption(name, market, count, now)
+        event(now, decision.action, reason=decision.reason, config=decision.config)
+        lost = controller.iteration - checkpoint
+        controller.iteration = checkpoint
+        controller.tracker.reset_window(checkpoint, now)
+        event(now, "rollback", to_iteration=checkpoint, lost_iterations=lost)
+        config = controller.config
+        configs.append(config.notation())
+        new_vms = sum(max(0, g.count - survivors.get((g.instance.name, g.market), 0)) for g in config.groups)
+        launch = max((cloud.launch_time_s(rng) for _ in range(new_vms)), default=0.0)
+        wait = max(launch, spec.overheads.checkpoint_restore_s)
+        event(now, "launch", config=config.notation(), new_vms=new_vms, ready_at_s=round(now + wait, 1))
+        now += wait
+        event(now, "ready", config=config.notation())
+    cost = controller.cost_so_far_usd(now)
+    event(now, "finished", config=config.notation(), cost_usd=round(cost, 4))
+    atomic_write_text(run_dir / "timeline.json", json.dumps(timeline, indent=1))
+    outcome = EmulatedOutcome(
+        finished_s=now,
+        cost_usd=cost,
+        iterations=controller.iteration,
+        met_deadline=None if spec.deadline_s is None else now <= spec.deadline_s,
+        within_budget=None if spec.budget_usd is None else cost <= spec.budget_usd,
+        configs=configs,
+        timeline=timeline,
+    )
+    summary = {k: v for k, v in outcome.__dict__.items() if k != "timeline"}
+    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1))
+    return outcome
+
+
+def run_emulated_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None = None) -> EmulatedOutcome:
+    """CLI entry: run the spec's emulated scenario and print what happened."""
+    from rich.table import Table
+
+    from srifty.cli.console import out
+
+    if plan_path is not None:
+        raise SpecError("--emulated plans on the emulated cloud itself; drop --plan")
+    outcome = run_emulated_job(load_spec(spec_path), run_dir)
+    table = Table(title="emulated run (EMULATED cloud, emulated clock)")
+    for column in ("time s", "iteration", "event"):
+        table.add_column(column)
+    for e in outcome.timeline:
+        if e["event"] != "iteration":
+            detail = {k: v for k, v in e.items() if k not in ("time_s", "iteration", "event")}
+            table.add_row(str(e["time_s"]), str(e["iteration"]), f"{e['event']} {detail}")
+    out.print(table)
+    verdict = {True: "met", False: "MISSED", None: "none given"}[outcome.met_deadline]
+    out.print(
+        f"finished {outcome.iterations} iterations at {outcome.finished_s:.0f} s (deadline {verdict}), "
+        f"cost ${outcome.cost_usd:.2f}; configurations: {' → '.join(outcome.configs)}"
+    )
+    out.print(f"timeline: {run_dir / 'timeline.json'}; decisions: {run_dir / 'decisions.jsonl'}")
+    return outcome

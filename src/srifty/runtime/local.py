@@ -1,0 +1,308 @@
+"""``srifty run`` on one machine: real ``torchrun`` (c10d rendezvous, gloo) over local processes, with the
+controller re-planning after a (real or injected) preemption and relaunching from the last checkpoint.
+
+Each rank stands for one GPU of the planned configuration; ranks are numbered group by group, VM by VM.
+Injected faults stand in for the cloud's: ``preempt_at`` kills a worker process with SIGKILL as a spot
+reclaim would, ``hang_at`` stops one with SIGSTOP. A worker that makes no progress for ``hang_timeout_s``
+is treated as preempted. This is an emulation of a cluster on one machine; the processes, DDP, gloo
+traffic and checkpoints are real.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srifty.artifacts import atomic_write_text
+from srifty.errors import SriftyError
+from srifty.runtime.controller import Controller
+from srifty.runtime.decisions import DecisionLog
+from srifty.sim import Config
+
+DEFAULT_MTBF_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An injected fault: at ``iteration``, ``kind`` (``preempt`` or ``hang``) hits ``rank``."""
+
+    kind: str
+    iteration: int
+    rank: int
+
+
+@dataclass
+class RunOutcome:
+    """What happened: launches, the iterations finished, the timeline and the decision log path."""
+
+    iterations: int
+    launches: int
+    configs: list[str]
+    timeline: list[dict[str, object]] = field(default_factory=list)
+    log_path: Path | None = None
+
+
+def checkpoint_interval_iters(checkpoint_s: float, iter_s: float, mtbf_s: float = DEFAULT_MTBF_S) -> int:
+    """Young's optimum ``sqrt(2·C·MTBF)`` between checkpoints, in iterations (at least 1).
+
+    ``C`` is the checkpoint/restore cost from the spec's overheads; ``MTBF`` the mean time between
+    preemptions (one hour by default, an assumption: spot interruption rates are not in the catalog).
+    """
+    if iter_s <= 0:
+        return 1
+    return max(1, int(math.sqrt(2.0 * max(checkpoint_s, 0.0) * mtbf_s) / iter_s))
+
+
+def torchrun_target(train_command: Sequence[str]) -> list[str]:
+    """What follows torchrun's options: ``python train.py …`` becomes ``train.py …`` (torchrun runs the
+    script with its own Python); any other executable runs as is, under ``--no-python``."""
+    if not train_command:
+        raise SriftyError("no training command given")
+    first = Path(train_command[0]).name
+    if first.startswith("python") and len(train_command) > 1:
+        return list(train_command[1:])
+    return ["--no-python", *train_command]
+
+
+def rank_layout(config: Config) -> list[tuple[int, int]]:
+    """``(group index, local batch)`` of each rank, group by group."""
+    return [(i, g.local_batch) for i, g in enumerate(config.groups) for _ in range(g.n_gpus)]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalRunner:
+    """Runs one job to completion across relaunches.
+
+    Args:
+        controller: tracks progress and re-plans (its spec gives the iterations and overheads).
+        train_command: the training command, e.g. ``["python", "examples/train_tiny.py"]``.
+        run_dir: progress, heartbeats, checkpoints, decision log and timeline go here.
+        faults: injected faults (each fires once).
+        hang_timeout_s: no progress for this long means a worker hung.
+        ckpt_every: iterations between checkpoints.
+    """
+
+    def __init__(
+        self,
+        controller: Controller,
+        train_command: Sequence[str],
+        run_dir: Path,
+        faults: Sequence[Fault] = (),
+        hang_timeout_s: float = 60.0,
+        ckpt_every: int = 10,
+        max_launches: int = 5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.controller = controller
+        self.train_command = list(train_command)
+        self.run_dir = run_dir
+        self.faults = list(faults)
+        self.hang_timeout_s = hang_timeout_s
+        self.ckpt_every = ckpt_every
+        self.max_launches = max_launches
+        self.clock = clock
+        self._t0 = clock()
+        self.timeline: list[dict[str, object]] = []
+        self._log_offset = 0
+
+    def now(self) -> float:
+        """Seconds since the run started."""
+        return self.clock() - self._t0
+
+    def _event(self, kind: str, **details: object) -> None:
+        self.timeline.append(
+            {"time_s": round(self.now(), 3), "iteration": self.controller.iteration, "event": kind, **details}
+        )
+
+    def _launch(self, config: Config) -> subprocess.Popen[bytes]:
+        layout = rank_layout(config)
+        env = {
+            **os.environ,
+            "SRIFTY_RANK_BATCHES": ",".join(str(b) for _, b in layout),
+            "SRIFTY_GLOBAL_BATCH": str(config.global_batch),
+            "SRIFTY_ITERATIONS": str(self.controller.spec.iterations),
+            "SRIFTY_RUN_DIR": str(self.run_dir / "workers"),
+            "SRIFTY_CKPT_DIR": str(self.run_dir / "checkpoints"),
+            "SRIFTY_CKPT_EVERY": str(self.ckpt_every),
+            "OMP_NUM_THREADS": "1",
+        }
+        for stale in (self.run_dir / "workers").glob("rank*.json"):
+            stale.unlink()
+        command = [
+            sys.executable, "-m", "torch.distributed.run",
+            "--nnodes=1", f"--nproc-per-node={len(layout)}",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}", "--rdzv-id=srifty-local",
+            "--max-restarts=0", *torchrun_target(self.train_command),
+        ]  # fmt: skip
+        self._event("launch", config=config.notation(), world_size=len(layout))
+        log_path = self.run_dir / "torchrun.log"
+        self._log_offset = log_path.stat().st_size if log_path.exists() else 0
+        log = open(log_path, "ab")  # noqa: SIM115 - handed to the child process
+        return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _heartbeats(self) -> dict[int, dict[str, object]]:
+        beats = {}
+        for path in (self.run_dir / "workers").glob("rank*.json"):
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            beats[int(record["rank"])] = record
+        return beats
+
+    def _progress_lines(self, offset: int) -> tuple[list[dict[str, object]], int]:
+        path = self.run_dir / "workers" / "progress.jsonl"
+        if not path.exists():
+            return [], offset
+        with open(path, encoding="utf-8") as handle:
+            handle.seek(offset)
+            text = handle.read()
+        complete = text[: text.rfind("\n") + 1]
+        lines = [json.loads(line) for line in complete.splitlines() if line.strip()]
+        return lines, offset + len(complete.encode("utf-8"))
+
+    def _fire(self, fault: Fault) -> None:
+        beat = self._heartbeats().get(fault.rank)
+        if beat is None:
+            raise SriftyError(f"cannot inject {fault.kind}: rank {fault.rank} has no heartbeat")
+        pid = int(beat["pid"])  # type: ignore[call-overload]
+        os.kill(pid, signal.SIGKILL if fault.kind == "preempt" else signal.SIGSTOP)
+        self._event(f"inject_{fault.kind}", rank=fault.rank, pid=pid)
+
+    def _hung_rank(self, beats: dict[int, dict[str, object]]) -> tuple[int, str]:
+        """Which rank hung: a stopped process if there is one, else the one with the oldest heartbeat."""
+        for rank, beat in sorted(beats.items()):
+            try:
+                state = Path(f"/proc/{beat['pid']}/stat").read_text().split(")")[-1].split()[0]
+            except OSError:
+                continue
+            if state in ("T", "t"):
+                return rank, f"rank {rank} (pid {beat['pid']}) is stopped"
+        rank = min(beats, key=lambda r: float(beats[r]["time"]))  # type: ignore[arg-type]
+        return rank, f"rank {rank} has the oldest heartbeat"
+
+    def run(self) -> RunOutcome:
+        """Launch, watch, re-plan and relaunch until every iteration is done."""
+        config = self.controller.config
+        launches = 0
+        configs = []
+        (self.run_dir / "workers").mkdir(parents=True, exist_ok=True)
+        offset = 0
+        while self.controller.iteration < self.controller.spec.iterations:
+            if launches >= self.max_launches:
+                raise SriftyError(f"gave up after {launches} launches; see {self.run_dir / 'torchrun.log'}")
+            proc = self._launch(config)
+            launches += 1
+            configs.append(config.notation())
+            layout = rank_layout(config)
+            failed_rank: tuple[int, str] | None = None
+            last_progress = self.now()
+            while proc.poll() is None:
+                time.sleep(0.1)
+                lines, offset = self._progress_lines(offset)
+                for line in lines:
+                    iteration = int(line["iteration"])  # type: ignore[call-overload]
+                    if iteration > self.controller.iteration:
+                        self.controller.on_iteration(iteration, self.now())
+                        self.timeline.append(
+                            {
+                                "time_s": round(self.now(), 3),
+                                "iteration": iteration,
+                                "event": "iteration",
+                                "loss": line.get("loss"),
+                            }
+                        )
+                        last_progress = self.now()
+                for fault in list(self.faults):
+                    if self.controller.iteration >= fault.iteration:
+                        self.faults.remove(fault)
+                        self._fire(fault)
+                        if fault.kind == "preempt":
+                            failed_rank = (fault.rank, "preempted (injected SIGKILL)")
+                if self.now() - last_progress > self.hang_timeout_s:
+                    failed_rank = self._hung_rank(self._heartbeats())
+                    self._event("hang_detected", detail=failed_rank[1])
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    break
+            proc.wait()
+            lines, offset = self._progress_lines(offset)
+            for line in lines:
+                iteration = int(line["iteration"])  # type: ignore[call-overload]
+                if iteration > self.controller.iteration:
+                    self.controller.on_iteration(iteration, self.now())
+            if proc.returncode == 0 and self.controller.iteration >= self.controller.spec.iterations:
+                break
+            if failed_rank is None:
+                failed_rank = self._worker_failure()
+            if failed_rank is None:
+                failed_rank = self._hung_rank(self._heartbeats()) if self._heartbeats() else (0, "unknown")
+            group = config.groups[layout[failed_rank[0]][0]]
+            self._resume_point()
+            if "preempted" in failed_rank[1]:
+                decision = self.controller.on_preemption(group.instance.name, group.market, 1, self.now())
+            else:
+                decision = self.controller.on_hang(group.instance.name, group.market, self.now(), failed_rank[1])
+            self._event(decision.action, reason=decision.reason, config=decision.config)
+            config = self.controller.config
+        self._event("finished", config=config.notation())
+        atomic_write_text(self.run_dir / "timeline.json", json.dumps(self.timeline, indent=1))
+        return RunOutcome(self.controller.iteration, launches, configs, self.timeline, self.controller.log.path)
+
+    def _worker_failure(self) -> tuple[int, str] | None:
+        """Why torchrun failed, from its error report in this launch's part of ``torchrun.log``.
+
+        A worker killed by a signal (negative exit code) stands for a lost VM: treated as preempted. A
+        worker that exited with an error is the training command's own failure, not the cloud's: no
+        re-plan can fix it, so it stops the run.
+
+        Raises:
+            SriftyError: a worker exited with a non-zero code, with the last error line of its output.
+        """
+        path = self.run_dir / "torchrun.log"
+        with open(path, "rb") as handle:
+            handle.seek(self._log_offset)
+            text = handle.read().decode("utf-8", errors="replace")
+        codes = re.findall(r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)", text)
+        if not codes:
+            return None
+        killed = [(int(r), int(c)) for r, c in codes if int(c) < 0]
+        if killed:  # the others then fail on the broken collective: the killed one is the cause
+            rank, code = killed[0]
+            return rank, f"rank {rank} was killed by signal {-code}; preempted"
+        rank, code = int(codes[-1][0]), int(codes[-1][1])  # the report ends with the root cause
+        pattern = re.compile(r"^(\[rank\d+\]:\s*)?[A-Za-z_.]*(Error|Exception): ")
+        errors = [line for line in text.splitlines() if pattern.match(line) and "torch.distributed.elastic" not in line]
+        last = errors[0].strip() if errors else "no error line found"
+        raise SriftyError(
+            f"the training command failed on rank {rank} with exit code {code}, which is its own error, not a "
+            f"preemption: {last}. Fix the script (the full output is in {path})."
+        )
+
+    def _resume_point(self) -> None:
+        """After a failure, training restarts from the last checkpoint: progress rolls back to it."""
+        marker = self.run_dir / "checkpoints" / "latest"
+        step = json.loads(marker.read_text())["step"] if marker.exists() else 0
+        if step < self.controller.iteration:
+            self._event("rollback", from_iteration=self.controller.iteration, to_iteration=step)
+            self.controller.iteration = step
+            self.controller.tracker.reset_window(step, self.now())
+
+
+def make_log(run_dir: Path) -> DecisionLog:
+    """The run's decision log."""
+    return DecisionLog(run_dir / "decisions.jsonl")

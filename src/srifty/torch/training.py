@@ -1,0 +1,124 @@
+"""What a training script run by ``srifty run`` uses: its batch, progress reports, and checkpoints.
+
+``srifty run`` starts the script under ``torchrun`` with these variables:
+
+* ``SRIFTY_RANK_BATCHES``: local batch of every rank, comma-separated, in rank order (or
+  ``SRIFTY_LOCAL_BATCH`` when all ranks share one);
+* ``SRIFTY_GLOBAL_BATCH``, ``SRIFTY_ITERATIONS``: the job;
+* ``SRIFTY_RUN_DIR``: where progress and heartbeats go; ``SRIFTY_CKPT_DIR`` and ``SRIFTY_CKPT_EVERY``:
+  where and how often (iterations) to checkpoint.
+
+Checkpoints use ``torch.distributed.checkpoint`` (DCP), so a job resumes on a different world size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from srifty.artifacts import atomic_write_text
+from srifty.errors import SriftyError
+
+LATEST = "latest"
+
+
+def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def rank_local_batch(rank: int | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """This rank's local batch, from ``SRIFTY_RANK_BATCHES`` or ``SRIFTY_LOCAL_BATCH``."""
+    env = _env(environ)
+    r = int(env.get("RANK", "0")) if rank is None else rank
+    if "SRIFTY_RANK_BATCHES" in env:
+        batches = [int(b) for b in env["SRIFTY_RANK_BATCHES"].split(",")]
+        if r >= len(batches):
+            raise SriftyError(f"rank {r} has no batch in SRIFTY_RANK_BATCHES ({len(batches)} ranks)")
+        return batches[r]
+    if "SRIFTY_LOCAL_BATCH" in env:
+        return int(env["SRIFTY_LOCAL_BATCH"])
+    raise SriftyError("set SRIFTY_RANK_BATCHES or SRIFTY_LOCAL_BATCH (srifty run and srifty plan --skypilot do)")
+
+
+def batch_offset(rank: int | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Where this rank's slice starts in the global batch (ranks take consecutive slices)."""
+    env = _env(environ)
+    r = int(env.get("RANK", "0")) if rank is None else rank
+    if "SRIFTY_RANK_BATCHES" in env:
+        return sum(int(b) for b in env["SRIFTY_RANK_BATCHES"].split(",")[:r])
+    return r * rank_local_batch(r, env)
+
+
+class RunReporter:
+    """Writes this rank's heartbeat (``rank<R>.json``) and, on rank 0, one progress line per iteration."""
+
+    def __init__(self, run_dir: str | Path | None = None, rank: int | None = None) -> None:
+        folder = run_dir or os.environ.get("SRIFTY_RUN_DIR")
+        self.run_dir = Path(folder) if folder else None
+        self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
+        if self.run_dir is not None:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.beat(iteration=-1, phase="started")
+
+    def beat(self, iteration: int, phase: str = "done", loss: float | None = None) -> None:
+        """Record that this rank reached ``iteration`` (``phase``: started/done)."""
+        if self.run_dir is None:
+            return
+        record: dict[str, Any] = {
+            "rank": self.rank,
+            "pid": os.getpid(),
+            "iteration": iteration,
+            "phase": phase,
+            "time": time.time(),
+            "loss": loss,
+        }
+        atomic_write_text(self.run_dir / f"rank{self.rank}.json", json.dumps(record))
+
+    def iteration_done(self, iteration: int, loss: float | None = None) -> None:
+        """``iteration`` (1-based count) finished; rank 0 appends it to ``progress.jsonl``."""
+        self.beat(iteration, "done", loss)
+        if self.run_dir is not None and self.rank == 0:
+            line = json.dumps({"iteration": iteration, "time": time.time(), "loss": loss}) + "\n"
+            with open(self.run_dir / "progress.jsonl", "a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+
+
+def save_checkpoint(ckpt_dir: str | Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Path:
+    """Save model and optimizer after ``step`` iterations with DCP; then mark it the latest (rank 0)."""
+    folder = Path(ckpt_dir)
+    target = folder / f"step-{step:08d}"
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(target))
+    if dist.is_initialized():
+        dist.barrier()
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        atomic_write_text(folder / LATEST, json.dumps({"step": step, "path": target.name}))
+    return target
+
+
+def load_checkpoint(ckpt_dir: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
+    """Load the latest checkpoint into ``model`` and ``optimizer``; returns its step (0 when there is none)."""
+    marker = Path(ckpt_dir) / LATEST
+    if not marker.is_file():
+        return 0
+    latest = json.loads(marker.read_text())
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    state: dict[str, Any] = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id=str(Path(ckpt_dir) / latest["path"]))
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    return int(latest["step"])
+
+
+def checkpoint_every(environ: Mapping[str, str] | None = None, default: int = 50) -> int:
+    """Iterations between checkpoints (``SRIFTY_CKPT_EVERY``)."""
+    return max(1, int(_env(environ).get("SRIFTY_CKPT_EVERY", default)))

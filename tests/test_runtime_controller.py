@@ -1,0 +1,174 @@
+"""The runtime controller: windowed throughput, certainty before re-planning, preemption, durable log."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srifty.catalog import load_catalog
+from srifty.plan import make_plan
+from srifty.runtime.controller import Controller
+from srifty.runtime.decisions import Decision, DecisionLog
+from srifty.runtime.progress import ProgressTracker
+from srifty.sim import parse_config
+from srifty.spec import spec_from_mapping
+from tests.test_planner import evaluator, latency_ms, problem
+
+SPEC = {
+    "model": "resnet50",
+    "global_batch": 256,
+    "iterations": 1000,
+    "goal": "min_cost",
+    "deadline_s": 1000.0,
+    "budget_usd": 5.0,
+    "region": "us-east-1",
+    "candidates": [
+        {"instance_type": "p3.8xlarge", "market": "spot", "quota": 2},
+        {"instance_type": "g4dn.12xlarge", "market": "spot", "quota": 8},
+    ],
+}
+
+
+class FakeReplanner:
+    """Records the remaining specs it is asked to plan; answers with a fixed synthetic plan."""
+
+    def __init__(self, feasible: bool = True) -> None:
+        self.calls: list = []
+        self.feasible = feasible
+
+    def __call__(self, spec):  # type: ignore[no-untyped-def]
+        self.calls.append(spec)
+        quota = {"t4.4": 4} if self.feasible else {"t4.4": 1}
+        return make_plan(problem(quota, 256, deadline_s=None if self.feasible else 1.0), evaluator(), latency_ms)
+
+
+def controller(tmp_path: Path, replanner=None, **spec_changes):  # type: ignore[no-untyped-def]
+    spec = spec_from_mapping({**SPEC, **spec_changes})
+    config = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
+    log = DecisionLog(tmp_path / "decisions.jsonl")
+    return Controller(spec, config, replanner or FakeReplanner(), log, start_s=0.0, window_s=60.0), log
+
+
+@settings(max_examples=50, deadline=None)
+@given(mean=st.floats(0.01, 10.0), jitter=st.floats(0.0, 0.3), n=st.integers(6, 200))
+def test_window_interval_contains_the_mean(mean: float, jitter: float, n: int) -> None:
+    tracker = ProgressTracker(window_s=1e9)
+    now = 0.0
+    tracker.record(0, now)
+    for i in range(1, n + 1):
+        now += mean * (1 + jitter * (1 if i % 2 else -1))
+        tracker.record(i, now)
+    w = tracker.window()
+    assert w is not None
+    assert w.optimistic_iter_s <= w.mean_iter_s <= w.pessimistic_iter_s
+    assert w.mean_iter_s == pytest.approx(now / n, rel=1e-9)
+
+
+def test_window_forgets_old_iterations() -> None:
+    tracker = ProgressTracker(window_s=10.0)
+    for i in range(1, 50):
+        tracker.record(i, i * 1.0)
+    for i in range(50, 60):
+        tracker.record(i, 49 + (i - 49) * 0.1)
+    w = tracker.window()
+    assert w is not None and w.mean_iter_s < 1.0  # the slow iterations fell out of the window
+    with pytest.raises(Exception, match="back in time"):
+        tracker.record(60, 0.0)
+
+
+def test_on_schedule_never_replans(tmp_path: Path) -> None:
+    replanner = FakeReplanner()
+    ctl, log = controller(tmp_path, replanner)
+    for i in range(1, 200):
+        assert ctl.on_iteration(i, i * 0.5) is None  # 1000 iterations at 0.5 s = 500 s < 1000 s
+    assert replanner.calls == []
+    assert [d.action for d in log.read()] == ["start"]
+
+
+def test_certain_deadline_miss_replans_with_what_is_left(tmp_path: Path) -> None:
+    replanner = FakeReplanner()
+    ctl, log = controller(tmp_path, replanner)
+    decision = None
+    t = 0.0
+    assert [d.action for d in log.read()] == ["start"]
+    for i in range(1, 200):
+        t += 2.0  # 1000 iterations at 2 s each = 2000 s > deadline 1000 s
+        decision = ctl.on_iteration(i, t) or decision
+        if decision:
+            break
+    assert decision is not None and decision.action == "switch"
+    remaining = replanner.calls[0]
+    assert remaining.iterations == 1000 - ctl.iteration
+    assert remaining.deadline_s == pytest.approx(1000.0 - t)
+    assert remaining.budget_usd == pytest.approx(5.0 - ctl.cost_so_far_usd(t), rel=1e-9)
+    assert "deadline" in decision.reason and "→" in decision.reason
+
+
+def test_transient_noise_does_not_trigger_a_switch(tmp_path: Path) -> None:
+    replanner = FakeReplanner()
+    ctl, _ = controller(tmp_path, replanner, deadline_s=1000.0)
+    t = 0.0
+    for i in range(1, 400):
+        # Mean 0.9 s per iteration (900 s total < 1000 s) with bursts of slow iterations.
+        t += 3.0 if i % 20 == 0 else 0.8
+        ctl.on_iteration(i, t)
+    assert replanner.calls == []
+
+
+def test_preemption_bans_the_type_and_keeps_survivors(tmp_path: Path) -> None:
+    replanner = FakeReplanner()
+    ctl, log = controller(tmp_path, replanner)
+    for i in range(1, 20):
+        ctl.on_iteration(i, i * 0.5)
+    decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
+    assert decision.action == "switch"
+    remaining = replanner.calls[-1]
+    p3 = [c for c in remaining.candidates if c.instance_type == "p3.8xlarge"]
+    assert p3 and p3[0].quota == 1  # only the surviving VM, no new launches
+    actions = [d.action for d in log.read()]
+    assert actions == ["start", "preempted", "switch"]
+
+
+def test_no_alternative_keeps_running_and_logs_why(tmp_path: Path) -> None:
+    ctl, log = controller(tmp_path, FakeReplanner(feasible=False))
+    decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
+    assert decision.action == "no_alternative" and "re-plan found none" in decision.reason
+    assert log.read()[-1] == decision
+    assert ctl.config.notation() == "1xp3.8xlarge@32"
+
+
+def test_cost_accumulates_across_configurations(tmp_path: Path) -> None:
+    ctl, _ = controller(tmp_path)
+    price = ctl.config.price_usd_per_hour()
+    assert ctl.cost_so_far_usd(3600.0) == pytest.approx(price)
+    ctl.on_preemption("p3.8xlarge", "spot", 1, 1800.0)
+    new_price = ctl.config.price_usd_per_hour()
+    assert ctl.cost_so_far_usd(3600.0) == pytest.approx(price / 2 + new_price / 2)
+
+
+def test_log_survives_a_kill_and_skips_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    code = (
+        "import os, sys\n"
+        "from srifty.runtime.decisions import Decision, DecisionLog\n"
+        f"log = DecisionLog({str(path)!r})\n"
+        "for i in range(5):\n"
+        "    log.append(Decision(float(i), i, 'continue', 'step'))\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, check=False)
+    assert result.returncode == -9
+    with open(path, "a") as handle:
+        handle.write('{"time_s": 9.0, "iter')  # a line torn by a crash mid-write
+    decisions = DecisionLog(path).read()
+    assert [d.iteration for d in decisions] == [0, 1, 2, 3, 4]
+    assert all(isinstance(d, Decision) for d in decisions)
+    assert json.loads(path.read_text().splitlines()[0])["action"] == "continue"

@@ -1,0 +1,66 @@
+"""The paper's Figure 8 scenario on the EMULATED cloud: a spot reclaim at iteration 200, re-plan, finish in time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from srifty.runtime.emulated import run_emulated_job
+from srifty.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+FIG8 = ROOT / "examples" / "fig8-preemption.yaml"
+
+pytestmark = pytest.mark.slow
+
+
+def test_figure8_replans_after_the_reclaim_and_meets_the_deadline(tmp_path: Path) -> None:
+    spec = load_spec(FIG8)
+    outcome = run_emulated_job(spec, tmp_path)
+
+    assert outcome.iterations == spec.iterations == 400
+    assert outcome.met_deadline is True
+    assert outcome.finished_s <= 500
+    assert outcome.configs[0] == "2xp3.8xlarge@128"
+    assert len(outcome.configs) == 2 and outcome.configs[1] != outcome.configs[0]
+    after = outcome.configs[1]
+    assert "2xp3.8xlarge" not in after  # the reclaimed VM is not launched again
+    assert "g4dn" in after  # the lost capacity comes back as other types
+
+    decisions = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    actions = [d["action"] for d in decisions]
+    assert actions == ["start", "preempted", "switch", "finish"]
+    switch = decisions[2]
+    assert switch["iteration"] == 200
+    assert "p3.8xlarge preempted" in switch["reason"] and after in switch["reason"]
+    assert switch["details"]["remaining_iterations"] == 200
+    assert switch["details"]["remaining_deadline_s"] < spec.deadline_s  # type: ignore[operator]
+
+    timeline = json.loads((tmp_path / "timeline.json").read_text())
+    events = [e["event"] for e in timeline if e["event"] != "iteration"]
+    assert events[:2] == ["launch", "ready"] and events[-1] == "finished"
+    assert "preempted" in events and "switch" in events
+    iterations = [e["iteration"] for e in timeline if e["event"] == "iteration"]
+    assert iterations == list(range(1, 201)) + list(range(201, 401))  # checkpoint at 200: nothing lost
+
+
+def test_emulated_run_is_seeded(tmp_path: Path) -> None:
+    spec = load_spec(FIG8)
+    a = run_emulated_job(spec, tmp_path / "a")
+    b = run_emulated_job(spec, tmp_path / "b")
+    assert a.finished_s == b.finished_s and a.configs == b.configs and a.cost_usd == b.cost_usd
+
+
+def test_an_injected_preemption_must_name_a_candidate(tmp_path: Path) -> None:
+    from srifty.errors import SpecError
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        FIG8.read_text().replace(
+            "at_iteration: 200, instance_type: p3.8xlarge", "at_iteration: 200, instance_type: p3.2xlarge"
+        )
+    )
+    with pytest.raises(SpecError, match=r"preempts p3\.2xlarge \(spot\), which is not a candidate"):
+        load_spec(bad)
