@@ -30,6 +30,8 @@ from srifty.runtime.decisions import DecisionLog
 from srifty.sim import Config
 
 DEFAULT_MTBF_S = 3600.0
+#: Seconds every worker gets to start (import torch, join the rendezvous) before the run gives up.
+STARTUP_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,7 @@ class LocalRunner:
             layout = rank_layout(config)
             failed_rank: tuple[int, str] | None = None
             last_progress = self.now()
+            started = False
             while proc.poll() is None:
                 time.sleep(0.1)
                 lines, offset = self._progress_lines(offset)
@@ -234,8 +237,20 @@ class LocalRunner:
                         self._fire(fault)
                         if fault.kind == "preempt":
                             failed_rank = (fault.rank, "preempted (injected SIGKILL)")
+                beats = self._heartbeats()
+                if len(beats) < len(layout):  # still starting: the hang clock runs once every rank is up
+                    if self.now() - last_progress > max(self.hang_timeout_s, STARTUP_TIMEOUT_S):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                        raise SriftyError(
+                            f"only {len(beats)} of {len(layout)} workers started within "
+                            f"{max(self.hang_timeout_s, STARTUP_TIMEOUT_S):.0f} s; see {self.run_dir / 'torchrun.log'}"
+                        )
+                    continue
+                if not started:
+                    started, last_progress = True, self.now()
                 if self.now() - last_progress > self.hang_timeout_s:
-                    failed_rank = self._hung_rank(self._heartbeats())
+                    failed_rank = self._hung_rank(beats)
                     self._event("hang_detected", detail=failed_rank[1])
                     os.killpg(proc.pid, signal.SIGKILL)
                     break
