@@ -31,7 +31,7 @@ from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SriftyError
 from srifty.sim.allreduce import OverlapMode, bus_bytes, simulate_allreduce
 from srifty.sim.config import Config
-from srifty.sim.netquery import BusBandwidthModel, bus_cap_bytes_per_s, busbw_bytes_per_s
+from srifty.sim.netquery import CAP_GRID_BYTES, BusBandwidthModel, busbw_bytes_per_s
 from srifty.sim.result import SimResult
 
 TransferMode = Literal["bucket", "layer"]
@@ -85,6 +85,7 @@ class Simulator:
             raise SriftyError("the simulator needs at least one iteration")
         self._compute_cache: dict[tuple[int, int], _GroupCompute] = {}
         self._pe_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], NDArray[np.float64], float, int]] = {}
+        self._net_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], float]] = {}
 
     def profile_for(self, instance: InstanceType) -> Profile:
         """The profile used for ``instance``.
@@ -142,14 +143,32 @@ class Simulator:
         if world <= 1 or len(sizes) == 0:
             hit = (grid, np.zeros_like(grid), float("inf"), 0)
         else:
-            busbw = busbw_bytes_per_s(self.net_model, sizes, world, config.n_vms, instances)
-            cap = bus_cap_bytes_per_s(self.net_model, world, config.n_vms, instances)
+            busbw, cap = self._network(profile, sizes, world, config.n_vms, instances, types)
             moved = bus_bytes(sizes, world)
             pe = np.array(
                 [simulate_allreduce(fracs * t_bw, moved, busbw, cap, self.options.overlap).end_s for t_bw in grid]
             )
             hit = (grid, np.maximum.accumulate(pe), cap, len(sizes))
         self._pe_cache[key] = hit
+        return hit
+
+    def _network(
+        self,
+        profile: Profile,
+        sizes: NDArray[np.float64],
+        world: int,
+        n_vms: int,
+        instances: list[InstanceType],
+        types: tuple[tuple[str, str], ...],
+    ) -> tuple[NDArray[np.float64], float]:
+        """``(b_bus per transfer, b_cap)``, cached by everything they depend on (not the batch): one
+        bandwidth-model query for the transfers and the cap grid together."""
+        key = (id(profile), world, n_vms, types)
+        hit = self._net_cache.get(key)
+        if hit is None:
+            both = busbw_bytes_per_s(self.net_model, np.concatenate([sizes, CAP_GRID_BYTES]), world, n_vms, instances)
+            hit = (both[: len(sizes)], float(np.max(both[len(sizes) :])))
+            self._net_cache[key] = hit
         return hit
 
     def simulate(self, config: Config, rng: np.random.Generator) -> SimResult:
