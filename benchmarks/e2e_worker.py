@@ -2,8 +2,8 @@
 
 Started by ``benchmarks/end_to_end.py`` under ``torchrun`` inside a testbed host namespace. Environment:
 ``E2E_MODEL`` (a srifty model name), ``SRIFTY_RANK_BATCHES``, ``E2E_CGROUPS`` (cgroup folder per rank to
-join, or empty: ``end_to_end.py`` joins each host's cgroup before entering its namespace instead), ``E2E_WARMUP``, ``E2E_ITERS``, ``E2E_OUT`` (JSON written by rank 0), ``E2E_SEQ_LEN``,
-``E2E_IMAGE_SIZE``.
+join, or empty: ``end_to_end.py`` joins each host's cgroup before entering its namespace instead),
+``E2E_WARMUP``, ``E2E_ITERS``, ``E2E_OUT`` (JSON written by rank 0), ``E2E_SEQ_LEN``, ``E2E_IMAGE_SIZE``.
 """
 
 import json
