@@ -68,7 +68,8 @@ def cases(seed: int) -> None:
         "**EMULATED cloud, not EC2.** Each case study of the paper (`examples/case*.yaml`) planned by srifty and "
         "by every baseline from what each learned on srifty's emulated cloud (`srifty.cloud`), then judged on "
         "that cloud's ground truth. The truth is a statistical model: compute from srifty's cross-GPU "
-        "*estimates* of CPU-measured profiles times hidden per-GPU factors (no GPU was measured in this "
+        "*estimates* of CPU-measured profiles (ResNet-50's rescaled to public V100 FP32 training throughput, "
+        "`srifty.cloud.reference`) times hidden per-GPU factors (no GPU was measured in this "
         "project), a network model deliberately unlike srifty's (hierarchical ring/tree, per-host links per "
         "allocation, packets, fair sharing), placement and iteration noise as the paper measured. The absolute "
         "numbers are the emulation's, not a cloud's; the comparison between methods is the point.",
