@@ -16,7 +16,7 @@ pipeline has to learn everything it knows:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from srifty.cloud.network import LinkSetup, allreduce_phases_s
 from srifty.cloud.params import CloudParams
 from srifty.compute import PhaseSamples, Profile, fit_latency_curve, fit_piecewise_linear
 from srifty.compute.latency import default_candidates
+from srifty.compute.memory import find_max_batch
 from srifty.compute.profile import PHASES, DeviceInfo
 from srifty.network.busbw import algbw_bytes_per_s, busbw_bytes_per_s
 from srifty.network.dataset import probe_frame
@@ -35,27 +36,6 @@ from srifty.network.dataset import probe_frame
 GPU_MAX_BATCH_CAP = 8192
 #: Probe rows carry this epoch as their clock (the emulated cloud never reads the wall clock).
 EMULATED_EPOCH_S = 1.8e9
-
-
-def find_max_batch(fits: Callable[[int], bool], cap: int) -> int:
-    """Largest batch in ``[1, cap]`` that ``fits``: doubling, then bisection (as the profiler searches)."""
-    good, bad = 1, None
-    while good < cap:
-        trial = min(good * 2, cap)
-        if fits(trial):
-            good = trial
-        else:
-            bad = trial
-            break
-    if bad is None:
-        return good
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if fits(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 def measure_profile(

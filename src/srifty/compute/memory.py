@@ -7,7 +7,7 @@ device capacity.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,3 +71,33 @@ def fit_memory_model(batches: Sequence[int], peak_bytes: Sequence[float]) -> Mem
     slope = max(float(slope), 1.0)
     intercept = float(np.max(ys - slope * xs))
     return MemoryModel(base_bytes=max(intercept, 0.0), per_sample_bytes=slope)
+
+
+def find_max_batch(fits: Callable[[int], bool], cap: int) -> int:
+    """Largest batch in ``[1, cap]`` for which ``fits`` is true: doubling, then binary search.
+
+    Assumes ``fits`` is monotone (true up to some batch, false beyond). The profiler calls it with a real
+    out-of-memory probe; the emulated cloud with its memory truth.
+
+    Raises:
+        ProfileError: not even batch 1 fits.
+    """
+    if not fits(1):
+        raise ProfileError("not even a batch of 1 fits in memory; use a larger device or a smaller model")
+    good, bad = 1, None
+    while good < cap:
+        trial = min(good * 2, cap)
+        if fits(trial):
+            good = trial
+        else:
+            bad = trial
+            break
+    if bad is None:
+        return good
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good

@@ -21,7 +21,7 @@ from srifty import __version__
 from srifty.compute.buckets import assign_buckets
 from srifty.compute.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
 from srifty.compute.latency import default_candidates, fit_latency_curve, fit_piecewise_linear
-from srifty.compute.memory import fit_memory_model
+from srifty.compute.memory import find_max_batch, fit_memory_model
 from srifty.compute.opcount import record_work
 from srifty.compute.peaks import MeasuredPeaks, measure_peaks
 from srifty.compute.profile import PHASES, DeviceInfo, ParamInfo, PhaseSamples, Profile
@@ -170,35 +170,6 @@ class _Trainer:
 
 def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err).lower()
-
-
-def find_max_batch(fits: Callable[[int], bool], cap: int) -> int:
-    """Largest batch in ``[1, cap]`` for which ``fits`` is true: doubling, then binary search.
-
-    Assumes ``fits`` is monotone (true up to some batch, false beyond).
-
-    Raises:
-        ProfileError: not even batch 1 fits.
-    """
-    if not fits(1):
-        raise ProfileError("not even a batch of 1 fits in memory; use a larger device or a smaller model")
-    good, bad = 1, None
-    while good < cap:
-        trial = min(good * 2, cap)
-        if fits(trial):
-            good = trial
-        else:
-            bad = trial
-            break
-    if bad is None:
-        return good
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if fits(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 def device_ceilings(options: ProfileOptions) -> MeasuredPeaks:
