@@ -172,3 +172,15 @@ def test_log_survives_a_kill_and_skips_a_torn_line(tmp_path: Path) -> None:
     assert [d.iteration for d in decisions] == [0, 1, 2, 3, 4]
     assert all(isinstance(d, Decision) for d in decisions)
     assert json.loads(path.read_text().splitlines()[0])["action"] == "continue"
+
+
+def test_a_new_run_keeps_the_previous_runs_decision_log(tmp_path: Path) -> None:
+    from srifty.runtime.decisions import Decision, DecisionLog
+
+    first = DecisionLog.fresh(tmp_path / "decisions.jsonl")
+    first.append(Decision(0.0, 0, "start", "first run"))
+    second = DecisionLog.fresh(tmp_path / "decisions.jsonl")
+    second.append(Decision(0.0, 0, "start", "second run"))
+    assert [d.reason for d in second.read()] == ["second run"]
+    kept = [p for p in tmp_path.iterdir() if p.name != "decisions.jsonl"]
+    assert len(kept) == 1 and [d.reason for d in DecisionLog(kept[0]).read()] == ["first run"]

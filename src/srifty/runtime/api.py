@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from srifty.artifacts import read_json_artifact
+from srifty.artifacts import atomic_write_text, read_json_artifact
 from srifty.catalog import load_catalog
 from srifty.errors import SpecError
 from srifty.plan.api import plan_job
@@ -83,9 +83,6 @@ def run_local_job(
     controller = Controller(spec, config, plan_remaining, make_log(out))
     runner = LocalRunner(controller, train_command, out, faults, hang_timeout_s, every)
     outcome = runner.run()
-    (out / "summary.json").write_text(
-        json.dumps(
-            {"iterations": outcome.iterations, "launches": outcome.launches, "configs": outcome.configs}, indent=1
-        )
-    )
+    summary = {"iterations": outcome.iterations, "launches": outcome.launches, "configs": outcome.configs}
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     return outcome

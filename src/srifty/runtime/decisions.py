@@ -30,6 +30,15 @@ class DecisionLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
+    @classmethod
+    def fresh(cls, path: str | Path) -> DecisionLog:
+        """A log for a new run at ``path``; an earlier run's log there is kept, renamed with its mtime."""
+        target = Path(path)
+        if target.exists():
+            stamp = int(target.stat().st_mtime)
+            target.rename(target.with_name(f"{target.stem}.{stamp}{target.suffix}"))
+        return cls(target)
+
     def append(self, decision: Decision) -> None:
         """Append one decision durably."""
         line = json.dumps(asdict(decision), sort_keys=True) + "\n"

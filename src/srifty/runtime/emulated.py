@@ -89,9 +89,7 @@ def run_emulated_job(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profi
             raise SpecError(first.infeasibility.message if first.infeasibility else "no feasible configuration")
         config = first.best.config
     run_dir.mkdir(parents=True, exist_ok=True)
-    log = DecisionLog(run_dir / "decisions.jsonl")
-    if log.path.exists():
-        log.path.unlink()
+    log = DecisionLog.fresh(run_dir / "decisions.jsonl")
     controller = Controller(spec, config, replan, log, start_s=0.0)
     rng = named_rng(emulation.seed, "emulated-run")
     timeline: list[dict[str, object]] = []

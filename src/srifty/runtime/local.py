@@ -319,5 +319,5 @@ class LocalRunner:
 
 
 def make_log(run_dir: Path) -> DecisionLog:
-    """The run's decision log."""
-    return DecisionLog(run_dir / "decisions.jsonl")
+    """The run's decision log (an earlier run's log in ``run_dir`` is kept under another name)."""
+    return DecisionLog.fresh(run_dir / "decisions.jsonl")
