@@ -44,6 +44,12 @@ def test_figure8_replans_after_the_reclaim_and_meets_the_deadline(tmp_path: Path
     assert "preempted" in events and "switch" in events
     iterations = [e["iteration"] for e in timeline if e["event"] == "iteration"]
     assert iterations == list(range(1, 201)) + list(range(201, 401))  # checkpoint at 200: nothing lost
+    assert timeline[0]["deadline_s"] == 500 and timeline[0]["target_iterations"] == 400
+
+    from srifty.report import build_report
+
+    html = build_report([], tmp_path / "report.html", tmp_path / "timeline.json").read_text()
+    assert "Runtime timeline" in html and '"deadline"' in html and "all iterations" in html
 
 
 def test_emulated_run_is_seeded(tmp_path: Path) -> None:

@@ -181,7 +181,8 @@ def mape_bars(title: str, by: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> 
 
 
 def timeline(title: str, records: Sequence[Mapping[str, Any]]) -> Any:
-    """Iterations done against time, with every non-iteration event as a labelled marker."""
+    """Iterations done against time, with every non-iteration event as a labelled marker, and the deadline and
+    iteration target where a record carries ``deadline_s`` / ``target_iterations``."""
     go = _go()
     fig = go.Figure()
     progress = [r for r in records if r["event"] == "iteration"]
@@ -212,6 +213,14 @@ def timeline(title: str, records: Sequence[Mapping[str, Any]]) -> Any:
         )
         for r in rows:
             fig.add_vline(x=r["time_s"], line={"width": 1, "dash": "dot", "color": "#888"})
+    deadlines = {float(r["deadline_s"]) for r in records if r.get("deadline_s") is not None}
+    for deadline in sorted(deadlines):
+        fig.add_vline(
+            x=deadline, line={"width": 2, "color": "#d62728"}, annotation_text="deadline", annotation_position="top"
+        )
+    targets = {int(r["target_iterations"]) for r in records if r.get("target_iterations") is not None}
+    for target in sorted(targets):
+        fig.add_hline(y=target, line={"width": 1, "dash": "dash", "color": "#2ca02c"}, annotation_text="all iterations")
     return _layout(fig, title, "time (s)", "iterations done")
 
 

@@ -102,7 +102,14 @@ def run_emulated_job(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profi
     pending = sorted(emulation.preemptions, key=lambda p: p.at_iteration)
     now = 0.0
     ready_at = now + max(cloud.launch_time_s(rng) for _ in range(config.n_vms))
-    event(now, "launch", config=config.notation(), ready_at_s=round(ready_at, 1))
+    event(
+        now,
+        "launch",
+        config=config.notation(),
+        ready_at_s=round(ready_at, 1),
+        deadline_s=spec.deadline_s,
+        target_iterations=spec.iterations,
+    )
     now = ready_at
     event(now, "ready", config=config.notation())
     checkpoint = 0

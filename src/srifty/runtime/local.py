@@ -151,7 +151,9 @@ class LocalRunner:
             "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}", "--rdzv-id=srifty-local",
             "--max-restarts=0", *torchrun_target(self.train_command),
         ]  # fmt: skip
-        self._event("launch", config=config.notation(), world_size=len(layout))
+        spec = self.controller.spec
+        first = {} if self.timeline else {"deadline_s": spec.deadline_s, "target_iterations": spec.iterations}
+        self._event("launch", config=config.notation(), world_size=len(layout), **first)
         log_path = self.run_dir / "torchrun.log"
         self._log_offset = log_path.stat().st_size if log_path.exists() else 0
         log = open(log_path, "ab")  # noqa: SIM115 - handed to the child process
