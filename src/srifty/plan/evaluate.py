@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -58,6 +58,10 @@ class SimEvaluator:
     def __init__(self, simulator: Simulator, seed: int = 0) -> None:
         self.simulator = simulator
         self.seed = seed
+
+    def prefetch(self, configs: Sequence[Config]) -> None:
+        """Warm the simulator's network cache for a whole search space (one bandwidth-model call)."""
+        self.simulator.prefetch(configs)
 
     def evaluate(self, config: Config) -> Estimate:
         rng = np.random.default_rng([self.seed, zlib.crc32(config.notation().encode())])

@@ -36,8 +36,13 @@ LatencyFn = Callable[[Candidate, int], float]
 
 
 def exhaustive(problem: PlanProblem, evaluator: Evaluator) -> list[Scored]:
-    """Evaluate every configuration in the pruned space."""
-    return [score(problem, config, evaluator.evaluate(config)) for config in enumerate_configs(problem)]
+    """Evaluate every configuration in the pruned space (network queries first, in one batch, where the
+    evaluator can)."""
+    configs = list(enumerate_configs(problem))
+    prefetch = getattr(evaluator, "prefetch", None)
+    if prefetch is not None:
+        prefetch(configs)
+    return [score(problem, config, evaluator.evaluate(config)) for config in configs]
 
 
 def _largest_batch_within(cand: Candidate, target_ms: float, latency_ms: LatencyFn) -> int | None:

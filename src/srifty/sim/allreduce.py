@@ -98,21 +98,26 @@ def _fair_share(
         heap.append((float(starts[i]), _START, seq, int(i), 0))
         seq += 1
     heapq.heapify(heap)
-    remaining = sizes.astype(float).copy()
-    rate = np.zeros_like(remaining)
-    version = np.zeros(len(remaining), dtype=np.int64)
-    finish = np.zeros_like(remaining)
+    # Plain lists: element access on numpy arrays costs more than the arithmetic in this loop.
+    remaining = [float(v) for v in sizes]
+    own = [float(v) for v in busbw]
+    rate = [0.0] * len(remaining)
+    version = [0] * len(remaining)
+    finish = [0.0] * len(remaining)
     active: list[int] = []
     now = 0.0
 
     def reschedule() -> None:
         nonlocal seq
-        aggregate = float(busbw[active].sum()) if active else 0.0
+        aggregate = sum(own[j] for j in active)
         share = cap / len(active) if active else 0.0
         for j in active:
-            rate[j] = busbw[j] if aggregate < cap else min(busbw[j], share)
+            new_rate = own[j] if aggregate < cap else min(own[j], share)
+            if new_rate == rate[j]:
+                continue  # its queued finish time still holds
+            rate[j] = new_rate
             version[j] += 1
-            heapq.heappush(heap, (now + remaining[j] / rate[j], _FINISH, seq, j, int(version[j])))
+            heapq.heappush(heap, (now + remaining[j] / new_rate, _FINISH, seq, j, version[j]))
             seq += 1
 
     while heap:
@@ -129,6 +134,8 @@ def _fair_share(
         else:
             active.remove(j)
             remaining[j] = 0.0
+            rate[j] = 0.0
             finish[j] = now
         reschedule()
-    return AllreduceTrace(float(finish.max()), starts.copy(), finish)
+    finish_s = np.asarray(finish)
+    return AllreduceTrace(float(finish_s.max()), starts.copy(), finish_s)

@@ -10,13 +10,14 @@ touches the network; its level comes from the GPU datasheet's intra-node link in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from srifty.catalog import GpuSpec, InstanceType
+from srifty.catalog import InstanceType
 from srifty.errors import SriftyError
 
 # Message sizes over which the saturated bus bandwidth (b_cap) is looked for: 1 KiB .. 512 MiB.
@@ -72,33 +73,103 @@ def busbw_bytes_per_s(
     Raises:
         SriftyError: the model returns the wrong number of values or non-positive bandwidth.
     """
-    sizes = np.asarray(sizes_bytes, dtype=float)
-    best: NDArray[np.float64] | None = None
-    for instance in instances:
-        pred = np.asarray(model.predict_busbw_bytes_per_s(feature_frame(sizes, world_size, n_nodes, instance)), float)
-        if pred.shape != sizes.shape:
-            raise SriftyError(f"bandwidth model returned {pred.shape} values for {sizes.shape} sizes")
-        if n_nodes == 1 and instance.gpus_per_vm > 1 and instance.gpu is not None:
-            pred = _intra_node(model, pred, world_size, instance, instance.gpu)
-        best = pred if best is None else np.minimum(best, pred)
-    if best is None:
-        raise SriftyError("no instance types to query the bandwidth model for")
-    if np.any(~np.isfinite(best)) or np.any(best <= 0):
-        raise SriftyError(f"bandwidth model predicted non-positive bus bandwidth for {instances[0].name}")
-    return best
+    return busbw_many(model, [NetRequest(np.asarray(sizes_bytes, dtype=float), world_size, n_nodes, tuple(instances))])[
+        0
+    ]
 
 
-def _intra_node(
-    model: BusBandwidthModel, pred: NDArray[np.float64], world_size: int, instance: InstanceType, gpu: GpuSpec
-) -> NDArray[np.float64]:
+@dataclass(frozen=True)
+class NetRequest:
+    """One :func:`busbw_bytes_per_s` question: sizes (bytes) among ``n_nodes`` VMs of ``instances``."""
+
+    sizes_bytes: NDArray[np.float64]
+    world_size: int
+    n_nodes: int
+    instances: tuple[InstanceType, ...]
+
+
+def busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list[NDArray[np.float64]]:
+    """:func:`busbw_bytes_per_s` for many configurations with one model call (a planner asks hundreds).
+
+    Raises:
+        SriftyError: as :func:`busbw_bytes_per_s`.
+    """
+    # Every (request, instance) pair is one block of rows; single multi-GPU VMs add a block on the cap grid.
+    blocks: list[tuple[NDArray[np.float64], int, int, InstanceType]] = []
+    for r in requests:
+        if not r.instances:
+            raise SriftyError("no instance types to query the bandwidth model for")
+        for inst in r.instances:
+            blocks.append((r.sizes_bytes, r.world_size, r.n_nodes, inst))
+            if _is_intra_node(r.n_nodes, inst):
+                blocks.append((CAP_GRID_BYTES, r.world_size, 1, inst))
+    predictions = _predict_blocks(model, blocks)
+    out: list[NDArray[np.float64]] = []
+    for r in requests:
+        best: NDArray[np.float64] | None = None
+        for inst in r.instances:
+            pred = next(predictions)
+            if _is_intra_node(r.n_nodes, inst):
+                pred = _intra_node(pred, next(predictions), inst)
+            best = pred if best is None else np.minimum(best, pred)
+        assert best is not None
+        if np.any(~np.isfinite(best)) or np.any(best <= 0):
+            raise SriftyError(f"bandwidth model predicted non-positive bus bandwidth for {r.instances[0].name}")
+        out.append(best)
+    return out
+
+
+def _predict_blocks(
+    model: BusBandwidthModel, blocks: Sequence[tuple[NDArray[np.float64], int, int, InstanceType]]
+) -> Iterator[NDArray[np.float64]]:
+    """One model call over every block's rows; yields each block's predictions in order."""
+    import pandas as pd
+
+    if not blocks:
+        return iter(())
+    counts = [len(b[0]) for b in blocks]
+
+    def column(values: list[Any]) -> NDArray[Any]:
+        return np.repeat(np.asarray(values, dtype=object if isinstance(values[0], str) else None), counts)
+
+    insts = [b[3] for b in blocks]
+    # The same columns as feature_frame, built once for every block (a DataFrame per block is the slow part).
+    frame = pd.DataFrame(
+        {
+            "size_bytes": np.concatenate([np.asarray(b[0], dtype=float) for b in blocks]),
+            "world_size": column([b[1] for b in blocks]),
+            "n_nodes": column([b[2] for b in blocks]),
+            "gpus_per_node": column([i.gpus_per_vm for i in insts]),
+            "n_concurrent": np.ones(sum(counts), dtype=np.int64),
+            "rated_network_gbps": column(
+                [np.nan if i.rated_network_gbps is None else float(i.rated_network_gbps) for i in insts]
+            ),
+            "instance_type": column([i.name for i in insts]),
+            "gpu": column([i.gpu_name for i in insts]),
+            "cloud": column([i.cloud for i in insts]),
+            "region": column([i.region for i in insts]),
+        }
+    )
+    pred = np.asarray(model.predict_busbw_bytes_per_s(frame), float)
+    if pred.shape != (len(frame),):
+        raise SriftyError(f"bandwidth model returned {pred.shape} values for {len(frame)} sizes")
+    bounds = np.cumsum([0] + [len(b[0]) for b in blocks])
+    return (pred[bounds[i] : bounds[i + 1]] for i in range(len(blocks)))
+
+
+def _is_intra_node(n_nodes: int, instance: InstanceType) -> bool:
+    return n_nodes == 1 and instance.gpus_per_vm > 1 and instance.gpu is not None
+
+
+def _intra_node(pred: NDArray[np.float64], grid: NDArray[np.float64], instance: InstanceType) -> NDArray[np.float64]:
     """All ranks in one VM: the level is the datasheet's intra-node link (per direction) times
     :data:`INTRA_NODE_EFFICIENCY`; the shape over message sizes (latency-bound small messages) is the
-    bandwidth model's own, normalised to its saturated value."""
-    grid = np.asarray(model.predict_busbw_bytes_per_s(feature_frame(CAP_GRID_BYTES, world_size, 1, instance)), float)
+    bandwidth model's own (``grid``: its predictions on the cap grid), normalised to its saturated value."""
+    assert instance.gpu is not None
     saturated = float(np.max(grid)) if len(grid) else 0.0
     if saturated <= 0:
         return pred
-    level = 0.5 * gpu.link_bytes_per_s_per_gpu * INTRA_NODE_EFFICIENCY
+    level = 0.5 * instance.gpu.link_bytes_per_s_per_gpu * INTRA_NODE_EFFICIENCY
     return np.minimum(pred / saturated, 1.0) * level
 
 

@@ -18,7 +18,7 @@ All randomness comes from the ``numpy.random.Generator`` passed in; nothing read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -31,7 +31,7 @@ from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SriftyError
 from srifty.sim.allreduce import OverlapMode, bus_bytes, simulate_allreduce
 from srifty.sim.config import Config
-from srifty.sim.netquery import CAP_GRID_BYTES, BusBandwidthModel, busbw_bytes_per_s
+from srifty.sim.netquery import CAP_GRID_BYTES, BusBandwidthModel, NetRequest, busbw_many
 from srifty.sim.result import SimResult
 
 TransferMode = Literal["bucket", "layer"]
@@ -161,15 +161,42 @@ class Simulator:
         instances: list[InstanceType],
         types: tuple[tuple[str, str], ...],
     ) -> tuple[NDArray[np.float64], float]:
-        """``(b_bus per transfer, b_cap)``, cached by everything they depend on (not the batch): one
-        bandwidth-model query for the transfers and the cap grid together."""
+        """``(b_bus per transfer, b_cap)``, cached by everything they depend on (not the batch)."""
         key = (id(profile), world, n_vms, types)
-        hit = self._net_cache.get(key)
-        if hit is None:
-            both = busbw_bytes_per_s(self.net_model, np.concatenate([sizes, CAP_GRID_BYTES]), world, n_vms, instances)
-            hit = (both[: len(sizes)], float(np.max(both[len(sizes) :])))
-            self._net_cache[key] = hit
-        return hit
+        if key not in self._net_cache:
+            self._fill_network(
+                {key: NetRequest(np.concatenate([sizes, CAP_GRID_BYTES]), world, n_vms, tuple(instances))}
+            )
+        return self._net_cache[key]
+
+    def _fill_network(self, requests: Mapping[tuple[object, ...], NetRequest]) -> None:
+        """Answer many network questions with one bandwidth-model call; each asks for its transfers' sizes
+        followed by the cap grid."""
+        answers = busbw_many(self.net_model, list(requests.values()))
+        for key, request, both in zip(requests, requests.values(), answers, strict=True):
+            n = len(request.sizes_bytes) - len(CAP_GRID_BYTES)
+            self._net_cache[key] = (both[:n], float(np.max(both[n:])))
+
+    def prefetch(self, configs: Iterable[Config]) -> None:
+        """Ask the bandwidth model about every configuration in ``configs`` at once (a planner's search
+        space), so that :meth:`simulate` finds its network queries cached. Results are the same as without."""
+        requests: dict[tuple[object, ...], NetRequest] = {}
+        for config in configs:
+            if config.world_size <= 1:
+                continue
+            types = tuple(sorted({(g.instance.name, g.instance.region) for g in config.groups}))
+            instances = tuple(g.instance for g in config.groups)
+            for group in config.groups:  # any group's profile may turn out to be the slowest
+                profile = self.profile_for(group.instance)
+                key = (id(profile), config.world_size, config.n_vms, types)
+                if key in self._net_cache or key in requests:
+                    continue
+                _, sizes = self._transfers(profile)
+                if len(sizes):
+                    sizes_and_grid = np.concatenate([sizes, CAP_GRID_BYTES])
+                    requests[key] = NetRequest(sizes_and_grid, config.world_size, config.n_vms, instances)
+        if requests:
+            self._fill_network(requests)
 
     def simulate(self, config: Config, rng: np.random.Generator) -> SimResult:
         """Predict the iteration-time distribution of ``config``."""
