@@ -38,29 +38,6 @@ class BusBandwidthModel(Protocol):
         ...
 
 
-def feature_frame(
-    sizes_bytes: ArrayLike, world_size: int, n_nodes: int, instance: InstanceType, n_concurrent: int = 1
-) -> Any:
-    """A pandas frame of model features for allreduces of ``sizes_bytes`` among VMs of ``instance``."""
-    import pandas as pd
-
-    sizes = np.asarray(sizes_bytes, dtype=float)
-    return pd.DataFrame(
-        {
-            "size_bytes": sizes,
-            "world_size": world_size,
-            "n_nodes": n_nodes,
-            "gpus_per_node": instance.gpus_per_vm,
-            "n_concurrent": n_concurrent,
-            "rated_network_gbps": np.nan if instance.rated_network_gbps is None else instance.rated_network_gbps,
-            "instance_type": instance.name,
-            "gpu": instance.gpu_name,
-            "cloud": instance.cloud,
-            "region": instance.region,
-        }
-    )
-
-
 def busbw_bytes_per_s(
     model: BusBandwidthModel,
     sizes_bytes: ArrayLike,
@@ -76,6 +53,9 @@ def busbw_bytes_per_s(
     return busbw_many(model, [NetRequest(np.asarray(sizes_bytes, dtype=float), world_size, n_nodes, tuple(instances))])[
         0
     ]
+
+
+Block = tuple[NDArray[np.float64], int, int, InstanceType]  # (sizes in bytes, world size, VMs, instance type)
 
 
 @dataclass(frozen=True)
@@ -95,7 +75,7 @@ def busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list
         SriftyError: as :func:`busbw_bytes_per_s`.
     """
     # Every (request, instance) pair is one block of rows; single multi-GPU VMs add a block on the cap grid.
-    blocks: list[tuple[NDArray[np.float64], int, int, InstanceType]] = []
+    blocks: list[Block] = []
     for r in requests:
         if not r.instances:
             raise SriftyError("no instance types to query the bandwidth model for")
@@ -119,22 +99,18 @@ def busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list
     return out
 
 
-def _predict_blocks(
-    model: BusBandwidthModel, blocks: Sequence[tuple[NDArray[np.float64], int, int, InstanceType]]
-) -> Iterator[NDArray[np.float64]]:
-    """One model call over every block's rows; yields each block's predictions in order."""
+def feature_frame(blocks: Sequence[Block]) -> Any:
+    """One pandas frame of model features for every block's allreduces, in block order (one transfer in
+    flight each). Built from numpy columns at once: a DataFrame per block is the slow part of a query."""
     import pandas as pd
 
-    if not blocks:
-        return iter(())
     counts = [len(b[0]) for b in blocks]
 
     def column(values: list[Any]) -> NDArray[Any]:
         return np.repeat(np.asarray(values, dtype=object if isinstance(values[0], str) else None), counts)
 
     insts = [b[3] for b in blocks]
-    # The same columns as feature_frame, built once for every block (a DataFrame per block is the slow part).
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {
             "size_bytes": np.concatenate([np.asarray(b[0], dtype=float) for b in blocks]),
             "world_size": column([b[1] for b in blocks]),
@@ -150,6 +126,13 @@ def _predict_blocks(
             "region": column([i.region for i in insts]),
         }
     )
+
+
+def _predict_blocks(model: BusBandwidthModel, blocks: Sequence[Block]) -> Iterator[NDArray[np.float64]]:
+    """One model call over every block's rows; yields each block's predictions in order."""
+    if not blocks:
+        return iter(())
+    frame = feature_frame(blocks)
     pred = np.asarray(model.predict_busbw_bytes_per_s(frame), float)
     if pred.shape != (len(frame),):
         raise SriftyError(f"bandwidth model returned {pred.shape} values for {len(frame)} sizes")
