@@ -173,8 +173,9 @@ def simulate_command(
     import numpy as np
 
     from srifty.catalog import load_catalog
+    from srifty.plan.api import spec_config
     from srifty.plan.inputs import resolve
-    from srifty.sim import SimOptions, Simulator, parse_config
+    from srifty.sim import SimOptions, Simulator
     from srifty.spec import load_spec
 
     if transfers not in ("bucket", "layer"):
@@ -183,8 +184,7 @@ def simulate_command(
         raise SpecError(f"--overlap must be fair_share or sequential, got '{overlap}'")
     spec = load_spec(spec_path)
     catalog = load_catalog()
-    markets = {c.instance_type: c.market for c in spec.candidates}
-    parsed = parse_config(config, spec.region, spec.cloud, catalog, markets)
+    parsed = spec_config(config, spec, catalog)
     inputs = resolve(spec, catalog, [g.instance for g in parsed.groups])
     sim = Simulator(inputs.profiles, inputs.net_model, SimOptions(iters=iters, transfers=transfers, overlap=overlap))  # type: ignore[arg-type]
     r = sim.simulate(parsed, np.random.default_rng(spec.seed if seed is None else seed))

@@ -7,14 +7,38 @@ import hashlib
 from pathlib import Path
 
 from srifty.catalog import Catalog, load_catalog
+from srifty.errors import SpecError
 from srifty.plan.build import build_problem, compute_latency_ms
 from srifty.plan.evaluate import Evaluator, SimEvaluator, apm_evaluator, paleo_evaluator
 from srifty.plan.inputs import PlanInputs, resolve
 from srifty.plan.planner import DEFAULT_MAX_SIM_CALLS, Method, Mode, make_plan
 from srifty.plan.problem import Candidate
 from srifty.plan.result import Plan
-from srifty.sim import SimOptions, Simulator
+from srifty.sim import Config, SimOptions, Simulator, parse_config
 from srifty.spec import JobSpec, load_spec
+
+
+def spec_config(text: str, spec: JobSpec, catalog: Catalog) -> Config:
+    """Parse a configuration (``"4xg4dn.12xlarge@64,..."``) in ``spec``'s region, each type on the market its
+    candidate names.
+
+    Raises:
+        SpecError: bad notation or an unknown type.
+    """
+    markets = {c.instance_type: c.market for c in spec.candidates}
+    return parse_config(text, spec.region, spec.cloud, catalog, markets)
+
+
+def require_global_batch(config: Config, spec: JobSpec, what: str) -> None:
+    """Refuse a configuration (``what``: how the user gave it) that does not place the spec's global batch.
+
+    Raises:
+        SpecError: naming both numbers.
+    """
+    if config.global_batch != spec.global_batch:
+        raise SpecError(
+            f"{what} {config} places {config.global_batch} samples; the spec's global_batch is {spec.global_batch}"
+        )
 
 
 def evaluator_for(method: Method, spec: JobSpec, inputs: PlanInputs, iters: int) -> Evaluator:

@@ -10,7 +10,7 @@ from pathlib import Path
 from srifty.artifacts import atomic_write_text, read_json_artifact
 from srifty.catalog import load_catalog
 from srifty.errors import SpecError
-from srifty.plan.api import plan_job
+from srifty.plan.api import plan_job, require_global_batch, spec_config
 from srifty.plan.result import PLAN_KIND, PLAN_SCHEMA_VERSION, Plan
 from srifty.runtime.controller import Controller
 from srifty.runtime.local import Fault, LocalRunner, RunOutcome, checkpoint_interval_iters, make_log
@@ -63,8 +63,7 @@ def run_local_job(
     spec = load_spec(spec_file)
     iter_s: float | None = None
     if config_text is not None:
-        markets = {c.instance_type: c.market for c in spec.candidates}
-        config = parse_config(config_text, spec.region, spec.cloud, load_catalog(), markets)
+        config = spec_config(config_text, spec, load_catalog())
     elif plan_path is not None:
         config, iter_s = config_from_plan(Path(plan_path), spec_file, spec)
     else:
@@ -72,11 +71,7 @@ def run_local_job(
         if plan.best is None:
             raise SpecError(plan.infeasibility.message if plan.infeasibility else "no feasible configuration")
         config, iter_s = plan.best.config, plan.best.estimate.iter_mean_s
-    if config.global_batch != spec.global_batch:
-        raise SpecError(
-            f"configuration {config} places {config.global_batch} samples, the spec's global_batch is "
-            f"{spec.global_batch}"
-        )
+    require_global_batch(config, spec, "configuration")
     out = Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     every = ckpt_every or checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_s or 1.0)

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import load_catalog
 from srifty.errors import SpecError
-from srifty.plan.api import plan_job
+from srifty.plan.api import plan_job, require_global_batch, spec_config
 from srifty.plan.inputs import PlanInputs
 from srifty.plan.result import Plan
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import DecisionLog
 from srifty.runtime.local import checkpoint_interval_iters
-from srifty.sim import parse_config
+from srifty.sim import Config
 from srifty.spec import JobSpec, load_spec
 
 if TYPE_CHECKING:
@@ -71,19 +71,18 @@ def run_emulated_job(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profi
     source_profiles = sources or {model: [p for p in bundled_profiles_for(model) if p.device.kind == "cpu"]}
     if not source_profiles.get(model):
         raise SpecError(f"the emulated cloud needs a bundled CPU profile of {model} to build its truth from")
+    catalog = load_catalog()
+    config: Config | None = None
+    if emulation.start_config is not None:  # checked before the (seconds-long) learning below
+        config = spec_config(emulation.start_config, spec, catalog)
+        require_global_batch(config, spec, "emulation.start_config")
     cloud = EmulatedCloud(source_profiles, seed=emulation.seed, region=spec.region, cloud=spec.cloud, model=model)
     inputs = learned_inputs(spec, cloud, emulation.seed)
-    catalog = load_catalog()
 
     def replan(remaining: JobSpec) -> Plan:
         return plan_job(remaining, catalog, inputs)[0]
 
-    if emulation.start_config is not None:
-        markets = {c.instance_type: c.market for c in spec.candidates}
-        config = parse_config(emulation.start_config, spec.region, spec.cloud, catalog, markets)
-        if config.global_batch != spec.global_batch:
-            raise SpecError(f"emulation.start_config places {config.global_batch} samples, not {spec.global_batch}")
-    else:
+    if config is None:
         first = replan(spec)
         if first.best is None:
             raise SpecError(first.infeasibility.message if first.infeasibility else "no feasible configuration")
