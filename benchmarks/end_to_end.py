@@ -38,7 +38,8 @@ from srifty.compute import load_profile
 from srifty.network import AlphaBetaModel, load_default_model, load_default_probes
 from srifty.network.testbed import HOST_IFACE, down, family_from_catalog, up
 from srifty.plan.evaluate import apm_evaluator
-from srifty.sim import Config, ConfigGroup, SimOptions, Simulator
+from srifty.sim import SimOptions, Simulator
+from srifty.vocab import Config, ConfigGroup
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/cpu")
 SCALE = 50.0

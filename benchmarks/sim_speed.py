@@ -20,7 +20,8 @@ from benchmarks.common import machine_description, write_section
 from srifty.catalog import load_catalog
 from srifty.compute.bundled import bundled_profiles_for
 from srifty.network import load_default_model
-from srifty.sim import SimOptions, Simulator, make_config
+from srifty.sim import SimOptions, Simulator
+from srifty.vocab import make_config
 
 
 def main() -> None:

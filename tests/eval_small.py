@@ -9,7 +9,7 @@ import numpy as np
 
 from srifty.cloud import EmulatedCloud
 from srifty.evaluate import CaseSettings, CasesRun, run_cases
-from srifty.sim import make_config
+from srifty.vocab import make_config
 from tests.factories import cloud_source_profile
 
 SPEC = """\

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from srifty.network.busbw import busbw_bytes_per_s
 from srifty.units import gbps_to_bytes_per_s
+from srifty.vocab.busbw import busbw_bytes_per_s
 
 SIZES_BYTES = [4 * 4**i for i in range(12)]  # 4 B … 16 MiB
 

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from srifty.sim import bus_bytes, simulate_allreduce
+from srifty.sim import simulate_allreduce
+from srifty.vocab import bus_bytes
 
 transfers = st.lists(st.tuples(st.floats(0, 1.0), st.floats(1e3, 1e9), st.floats(1e6, 1e10)), min_size=1, max_size=12)
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from srifty.cloud import CloudError, CloudParams, EmulatedCloud, OutOfMemoryError
-from srifty.network.dataset import PROBE_COLUMNS
-from srifty.sim import make_config
+from srifty.vocab import make_config
+from srifty.vocab.probes import PROBE_COLUMNS
 from tests.factories import cloud_source_profile, synthetic_profile
 
 SOURCE = cloud_source_profile()

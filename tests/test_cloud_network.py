@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from srifty.cloud import CloudParams, EmulatedCloud
 from srifty.cloud.network import IntraLink, LinkSetup, allreduce_phases_s, drain_time_s, fair_share_finish_s
 from srifty.compute import Profile
-from srifty.sim import SimOptions, Simulator, bus_bytes, make_config, simulate_allreduce
+from srifty.sim import SimOptions, Simulator, simulate_allreduce
+from srifty.vocab import bus_bytes, make_config
 from tests.factories import cloud_source_profile
 
 PARAMS = CloudParams()

@@ -16,8 +16,8 @@ from srifty.cloud import EmulatedCloud
 from srifty.evaluate import AccuracySettings, CasesRun, TruthJudge, run_accuracy, save_cases
 from srifty.evaluate.oracle_bo import homogeneous_configs, oracle_bo
 from srifty.evaluate.truth import objective, true_optimum
-from srifty.sim import parse_config
 from srifty.spec import load_spec
+from srifty.vocab import parse_config
 from tests.eval_small import small_run, write_inputs
 from tests.factories import cloud_source_profile
 

@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from srifty.network import AlphaBetaModel, busbw_bytes_per_s
+from srifty.network import AlphaBetaModel
 from srifty.network.alpha_beta import fit_alpha_beta
 from srifty.network.errors import NetModelError
 from srifty.units import gbps_to_bytes_per_s
+from srifty.vocab import busbw_bytes_per_s
 
 
 def _exact(alpha_s: float, beta_bytes_per_s: float, rated: float = 50.0) -> pd.DataFrame:

@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from srifty.network import busbw_bytes_per_s, is_small_message
-from srifty.network.busbw import (
+from srifty.network.errors import ProbeError
+from srifty.vocab import busbw_bytes_per_s, is_small_message
+from srifty.vocab.busbw import (
     algbw_bytes_per_s,
     allreduce_time_s,
     parse_size_bytes,
     ring_bytes_factor,
     size_sweep_bytes,
 )
-from srifty.network.errors import ProbeError
 
 
 def test_busbw_matches_a_hand_computation() -> None:

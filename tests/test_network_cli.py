@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from srifty.network import append_probes
-from srifty.network.dataset import PROBE_COLUMNS
+from srifty.vocab.probes import PROBE_COLUMNS
 from tests.network_synth import synth_probes
 
 

@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from srifty.errors import ArtifactError
-from srifty.network import PROBE_COLUMNS, append_probes, read_probes
-from srifty.network.dataset import probe_frame
+from srifty.network import append_probes, read_probes
+from srifty.vocab import PROBE_COLUMNS
+from srifty.vocab.probes import probe_frame
 
 
 def _row(i: int) -> dict[str, object]:

@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 
 from srifty.catalog import load_catalog
-from srifty.network import PROBE_COLUMNS, busbw_bytes_per_s, load_default_model, load_default_probes
+from srifty.network import load_default_model, load_default_probes
 from srifty.network.dataset import file_fingerprint
 from srifty.network.default import default_probes_path
 from srifty.network.features import busbw_cap_bytes_per_s
 from srifty.units import gbps_to_bytes_per_s
+from srifty.vocab import PROBE_COLUMNS, busbw_bytes_per_s
 
 SIZES = np.geomspace(4, 512 * 2**20, 28).round().astype(np.int64)
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from srifty.network import busbw_bytes_per_s, read_probes
+from srifty.network import read_probes
 from srifty.network.probe import describe_lag, fmt_bytes
+from srifty.vocab import busbw_bytes_per_s
 from tests.conftest import REPO
 
 pytest.importorskip("torch")

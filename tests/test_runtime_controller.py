@@ -17,8 +17,8 @@ from srifty.plan import make_plan
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.progress import ProgressTracker
-from srifty.sim import parse_config
 from srifty.spec import spec_from_mapping
+from srifty.vocab import parse_config
 from tests.test_planner import evaluator, latency_ms, problem
 
 SPEC = {

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srifty.errors import ProfileError, SpecError
-from srifty.sim import SimOptions, Simulator, make_config, parse_config, simulate
+from srifty.sim import SimOptions, Simulator, simulate
+from srifty.vocab import make_config, parse_config
 from tests.factories import ConstantBusBandwidth, instance, synthetic_profile
 
 FAST_NET = ConstantBusBandwidth(1e12)
@@ -105,13 +106,13 @@ def test_parse_config_notation() -> None:
 
 def test_single_multi_gpu_vm_uses_the_intra_node_link() -> None:
     from srifty.catalog import load_catalog
-    from srifty.sim import busbw_bytes_per_s
+    from srifty.sim import config_busbw_bytes_per_s
     from srifty.sim.netquery import INTRA_NODE_EFFICIENCY
 
     p3 = load_catalog().get("p3.8xlarge", region="us-east-1")  # 4x V100, NVLink 2, rated network 10 Gbps
     assert p3.gpu is not None
     net = ConstantBusBandwidth(1e9)  # what the network alone would give
-    one_vm = busbw_bytes_per_s(net, [2.0**26], 4, 1, [p3])
-    two_vms = busbw_bytes_per_s(net, [2.0**26], 8, 2, [p3])
+    one_vm = config_busbw_bytes_per_s(net, [2.0**26], 4, 1, [p3])
+    two_vms = config_busbw_bytes_per_s(net, [2.0**26], 8, 2, [p3])
     assert one_vm[0] == pytest.approx(0.5 * p3.gpu.link_bytes_per_s_per_gpu * INTRA_NODE_EFFICIENCY)
     assert two_vms[0] == pytest.approx(1e9)

@@ -30,6 +30,14 @@ class ArtifactError(SriftyError):
     """A versioned artefact file (profile, probe set, model, plan) is unreadable or of the wrong kind."""
 
 
+class ProbeError(SriftyError):
+    """An allreduce probe cannot start or cannot finish (bad options, no torchrun, a failed collective)."""
+
+
+class ProbeTimeoutError(ProbeError):
+    """A collective did not finish within the probe's timeout; the message names the ranks that hung."""
+
+
 class InfeasiblePlanError(SriftyError):
     """No configuration satisfies the job's constraints.
 

@@ -53,9 +53,9 @@ def probe(
 
     Example: torchrun --nproc-per-node 2 -m srifty.cli.main probe --max-size 64MiB --out probes.parquet
     """
-    from srifty.network.busbw import parse_size_bytes, size_sweep_bytes
     from srifty.network.probe import ProbeSettings, run_probe
     from srifty.network.probe_meta import InstanceOptions
+    from srifty.vocab.busbw import parse_size_bytes, size_sweep_bytes
 
     settings = ProbeSettings(
         out=out_path,

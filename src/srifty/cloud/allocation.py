@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from srifty.cloud.params import CloudParams
-from srifty.sim import Config, ConfigGroup
+from srifty.vocab import Config, ConfigGroup
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,10 @@ from srifty.cloud.network import LinkSetup, intra_link, rated_bytes_per_s
 from srifty.cloud.params import CloudParams, HiddenDraw, named_rng
 from srifty.compute import Profile
 from srifty.errors import did_you_mean
-from srifty.network.busbw import size_sweep_bytes
-from srifty.network.dataset import probe_frame
-from srifty.sim import Config, make_config
 from srifty.units import usd_for
+from srifty.vocab import Config, make_config
+from srifty.vocab.busbw import size_sweep_bytes
+from srifty.vocab.probes import probe_frame
 
 #: The paper's probe range: world sizes 2 to 64, buffers 4 B to 512 MiB.
 DEFAULT_PROBE_MAX_WORLD = 64

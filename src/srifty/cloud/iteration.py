@@ -30,7 +30,7 @@ from srifty.cloud.allocation import Allocation, group_key
 from srifty.cloud.compute import ComputeTruth
 from srifty.cloud.network import LinkSetup, allreduce_phases_s, drain_time_s
 from srifty.cloud.params import CloudParams
-from srifty.sim import Config
+from srifty.vocab import Config
 
 MS = 1e-3
 

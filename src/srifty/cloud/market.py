@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from srifty.cloud.params import CloudParams
-from srifty.sim import Config
 from srifty.units import SECONDS_PER_HOUR
+from srifty.vocab import Config
 
 
 @dataclass(frozen=True)

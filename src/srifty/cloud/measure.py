@@ -9,7 +9,7 @@ pipeline has to learn everything it knows:
   piecewise-linear fits. The gradient timeline, bucket map, memory model and op counts are copied from
   the source profile (they do not depend on the device).
 * :func:`probe_rows` is the paper's grid probe: allreduces of every size, node count and concurrency,
-  repeated, in the probe-row schema of :mod:`srifty.network.dataset`, so ``BandwidthModel().fit`` and
+  repeated, in the probe-row schema of :mod:`srifty.vocab.probes`, so ``BandwidthModel().fit`` and
   ``AlphaBetaModel().fit`` read them as they read real probes.
 """
 
@@ -30,8 +30,8 @@ from srifty.compute import PhaseSamples, Profile, fit_latency_curve, fit_piecewi
 from srifty.compute.latency import default_candidates
 from srifty.compute.memory import find_max_batch
 from srifty.compute.profile import PHASES, DeviceInfo
-from srifty.network.busbw import algbw_bytes_per_s, busbw_bytes_per_s
-from srifty.network.dataset import probe_frame
+from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s
+from srifty.vocab.probes import probe_frame
 
 GPU_MAX_BATCH_CAP = 8192
 #: Probe rows carry this epoch as their clock (the emulated cloud never reads the wall clock).

@@ -24,7 +24,7 @@ from srifty.cloud import EmulatedCloud, find_source_profiles, named_rng
 from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, learn_network, profile_gpus
 from srifty.evaluate.methods import evaluator_for
 from srifty.plan.space import powers_of_two
-from srifty.sim import make_config
+from srifty.vocab import make_config
 
 #: The case studies' models.
 DEFAULT_MODELS = (

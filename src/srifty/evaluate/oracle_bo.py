@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from srifty.evaluate.truth import TrueOutcome, best_of, objective
 from srifty.plan import PlanProblem
-from srifty.sim import Config, ConfigGroup
+from srifty.vocab import Config, ConfigGroup
 
 MAX_TRIALS_PER_MEASUREMENT = 5
 

@@ -22,9 +22,9 @@ from srifty.catalog import Catalog
 from srifty.cloud import EmulatedCloud
 from srifty.plan import Candidate, PlanProblem, enumerate_configs
 from srifty.plan.space import powers_of_two
-from srifty.sim import Config
 from srifty.spec import JobSpec
 from srifty.units import usd_for
+from srifty.vocab import Config
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,8 @@
-"""Probe sets: the rows ``srifty probe`` measures, their schema, and atomic appends to a Parquet file.
+"""Probe sets on disk: atomic appends to a Parquet file, readers, and the checks a bandwidth model makes.
 
-One row is one timed repeat of ``n_concurrent`` concurrent allreduces of ``size_bytes`` each over
-``world_size`` ranks. Bandwidth columns are in bytes/s and times in seconds, in the units of the machine
-the row *represents*: on a real cluster those are the measured values (``emulation_scale`` = 1); on the
-emulated testbed, where links are shaped ``emulation_scale`` times slower than the represented instance
-family's rating, ``time_s = measured_time_s / emulation_scale`` and bandwidths follow from it (see
-``srifty.network.testbed``). ``measured_time_s`` and ``shaped_gbps`` always keep what really happened.
-
-Files carry ``{"kind": "probe-set", "schema_version": 1}`` in the Parquet metadata under ``b"srifty"``.
+The row schema itself (:data:`~srifty.vocab.probes.PROBE_COLUMNS`) is shared vocabulary and lives in
+:mod:`srifty.vocab.probes`. Files carry ``{"kind": "probe-set", "schema_version": 1}`` in the Parquet
+metadata under ``b"srifty"``.
 """
 
 from __future__ import annotations
@@ -26,64 +21,9 @@ import pandas as pd
 from srifty.artifacts import atomic_write_bytes
 from srifty.errors import ArtifactError
 from srifty.network.errors import NetModelError
+from srifty.vocab.probes import PROBE_COLUMNS, PROBE_KIND, PROBE_SCHEMA_VERSION, REQUIRED_FIT_COLUMNS, probe_frame
 
-PROBE_KIND = "probe-set"
-PROBE_SCHEMA_VERSION = 1
 _META_KEY = b"srifty"
-
-#: Every column of a probe row and its pandas dtype, in file order.
-PROBE_COLUMNS: dict[str, str] = {
-    "busbw_bytes_per_s": "float64",
-    "algbw_bytes_per_s": "float64",
-    "time_s": "float64",
-    "measured_time_s": "float64",
-    "size_bytes": "int64",
-    "world_size": "int64",
-    "n_nodes": "int64",
-    "gpus_per_node": "int64",
-    "n_concurrent": "int64",
-    "repeat": "int64",
-    "inner_iters": "int64",
-    "backend": "string",
-    "device": "string",
-    "dtype": "string",
-    "cloud": "string",
-    "region": "string",
-    "zone": "string",
-    "instance_type": "string",
-    "gpu": "string",
-    "cpu": "string",
-    "rated_network_gbps": "float64",
-    "allocation_id": "string",
-    "run_id": "string",
-    "host": "string",
-    "timestamp_s": "float64",
-    "emulated": "bool",
-    "emulation_scale": "float64",
-    "shaped_gbps": "float64",
-    "slowest_link_gbps": "float64",
-    "intra_node_shaped_gbps": "float64",
-    "rate_variation": "float64",
-    "testbed_name": "string",
-}
-
-#: Columns a bandwidth model needs to be fitted (``busbw_bytes_per_s`` is the label).
-REQUIRED_FIT_COLUMNS = ("size_bytes", "world_size", "busbw_bytes_per_s")
-
-
-def probe_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Rows as a frame in schema order and dtypes.
-
-    Raises:
-        ArtifactError: a row lacks a schema column.
-    """
-    frame = pd.DataFrame(list(rows))
-    missing = [c for c in PROBE_COLUMNS if c not in frame.columns]
-    if missing and len(frame):
-        raise ArtifactError(f"probe rows lack the columns {', '.join(missing)}.")
-    if not len(frame):
-        frame = pd.DataFrame({c: pd.Series(dtype=t) for c, t in PROBE_COLUMNS.items()})
-    return frame[list(PROBE_COLUMNS)].astype(PROBE_COLUMNS)
 
 
 def _to_parquet_bytes(frame: pd.DataFrame) -> bytes:

@@ -1,20 +1,15 @@
-"""Errors of the network stage: probing, the emulated testbed and the bandwidth model.
+"""Errors of the network stage: probing, the testbed and the bandwidth model.
 
-They live here rather than in :mod:`srifty.errors` so that the network stage stays self-contained; each
-is a :class:`~srifty.errors.SriftyError`, so the CLI prints it as one paragraph and exits with code 2.
+Each is a :class:`~srifty.errors.SriftyError`, so the CLI prints it as one paragraph and exits with code 2.
+:class:`ProbeError` lives in :mod:`srifty.errors` (the shared allreduce arithmetic in :mod:`srifty.vocab`
+raises it too) and is re-exported here.
 """
 
 from __future__ import annotations
 
-from srifty.errors import SriftyError
+from srifty.errors import ProbeError, ProbeTimeoutError, SriftyError
 
-
-class ProbeError(SriftyError):
-    """An allreduce probe cannot start or cannot finish (bad options, no torchrun, a failed collective)."""
-
-
-class ProbeTimeoutError(ProbeError):
-    """A collective did not finish within the probe's timeout; the message names the ranks that hung."""
+__all__ = ["NetModelError", "ProbeError", "ProbeTimeoutError", "TestbedError"]
 
 
 class TestbedError(SriftyError):

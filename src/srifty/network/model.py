@@ -38,7 +38,6 @@ import pandas as pd
 
 from srifty.artifacts import atomic_write_bytes, read_json_artifact, write_json_artifact
 from srifty.errors import ArtifactError
-from srifty.network.busbw import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message
 from srifty.network.dataset import as_frame, validate_frame
 from srifty.network.errors import NetModelError
 from srifty.network.features import (
@@ -57,6 +56,7 @@ from srifty.network.tuning import (
     tune_params,
 )
 from srifty.units import gbps_to_bytes_per_s
+from srifty.vocab.busbw import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message
 
 Target = Literal["auto", "link_fraction", "busbw"]
 TARGETS: tuple[Target, ...] = ("auto", "link_fraction", "busbw")

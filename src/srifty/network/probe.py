@@ -24,10 +24,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from srifty.network.busbw import algbw_bytes_per_s, busbw_bytes_per_s, size_sweep_bytes
-from srifty.network.dataset import append_probes, probe_frame
+from srifty.network.dataset import append_probes
 from srifty.network.errors import ProbeError, ProbeTimeoutError
 from srifty.network.probe_meta import InstanceOptions, ProbeContext, TorchrunLayout, resolve_context
+from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s, size_sweep_bytes
+from srifty.vocab.probes import probe_frame
 
 ELEMENT_BYTES = 4  # float32
 BACKENDS = ("auto", "gloo", "nccl")

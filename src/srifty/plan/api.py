@@ -14,8 +14,9 @@ from srifty.plan.inputs import PlanInputs, resolve
 from srifty.plan.planner import DEFAULT_MAX_SIM_CALLS, Method, Mode, make_plan
 from srifty.plan.problem import Candidate
 from srifty.plan.result import Plan
-from srifty.sim import Config, SimOptions, Simulator, parse_config
+from srifty.sim import SimOptions, Simulator
 from srifty.spec import JobSpec, load_spec
+from srifty.vocab import Config, parse_config
 
 
 def spec_config(text: str, spec: JobSpec, catalog: Catalog) -> Config:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from srifty.plan.problem import Candidate, PlanProblem
-from srifty.sim import Config, ConfigGroup
+from srifty.vocab import Config, ConfigGroup
 
 FGF_BATCH = 64
 SpeedFn = Callable[[Candidate, int], float]

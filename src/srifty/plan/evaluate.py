@@ -19,7 +19,8 @@ import numpy as np
 from srifty.compute import LatencyModel, Profile, fit_linear
 from srifty.errors import ProfileError
 from srifty.plan.problem import PlanProblem
-from srifty.sim import BusBandwidthModel, Config, Simulator, bus_bytes, busbw_bytes_per_s
+from srifty.sim import BusBandwidthModel, Simulator, config_busbw_bytes_per_s
+from srifty.vocab import Config, bus_bytes
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,10 @@ class AdditiveEvaluator:
             if config.world_size <= 1 or len(sizes) == 0:
                 self._comm[key] = 0.0
             else:
-                bw = busbw_bytes_per_s(
+                busbw = config_busbw_bytes_per_s(
                     self.net_model, sizes, config.world_size, config.n_vms, [g.instance for g in config.groups]
                 )
-                self._comm[key] = float(np.sum(bus_bytes(sizes, config.world_size) / bw))
+                self._comm[key] = float(np.sum(bus_bytes(sizes, config.world_size) / busbw))
         comm_s = self._comm[key]
         total = compute_s + comm_s
         estimated = any(self._profile(config, i).is_estimate for i in range(len(config.groups)))

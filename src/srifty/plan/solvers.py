@@ -30,7 +30,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from srifty.plan.evaluate import Evaluator, Scored, score
 from srifty.plan.problem import Candidate, PlanProblem
 from srifty.plan.space import config_of, enumerate_configs
-from srifty.sim import Config
+from srifty.vocab import Config
 
 LatencyFn = Callable[[Candidate, int], float]
 

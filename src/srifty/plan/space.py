@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from srifty.plan.problem import Candidate, PlanProblem
-from srifty.sim import Config, ConfigGroup
+from srifty.vocab import Config, ConfigGroup
 
 
 def powers_of_two(lo: int, hi: int) -> tuple[int, ...]:

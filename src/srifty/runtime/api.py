@@ -14,8 +14,8 @@ from srifty.plan.api import plan_job, require_global_batch, spec_config
 from srifty.plan.result import PLAN_KIND, PLAN_SCHEMA_VERSION, Plan
 from srifty.runtime.controller import Controller
 from srifty.runtime.local import Fault, LocalRunner, RunOutcome, checkpoint_interval_iters, make_log
-from srifty.sim import Config, parse_config
 from srifty.spec import JobSpec, load_spec
+from srifty.vocab import Config, parse_config
 
 
 def config_from_plan(plan_path: Path, spec_path: Path, spec: JobSpec) -> tuple[Config, float | None]:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from srifty.plan.result import Plan
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.progress import DEFAULT_WINDOW_S, ProgressTracker
-from srifty.sim import Config, ConfigGroup
 from srifty.spec import CandidateSpec, JobSpec
 from srifty.units import usd_for
+from srifty.vocab import Config, ConfigGroup
 
 Replanner = Callable[[JobSpec], Plan]
 

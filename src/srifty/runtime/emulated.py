@@ -26,8 +26,8 @@ from srifty.plan.result import Plan
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import DecisionLog
 from srifty.runtime.local import checkpoint_interval_iters
-from srifty.sim import Config
 from srifty.spec import JobSpec, load_spec
+from srifty.vocab import Config
 
 if TYPE_CHECKING:
     from srifty.cloud import EmulatedCloud

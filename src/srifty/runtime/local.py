@@ -27,7 +27,7 @@ from srifty.artifacts import atomic_write_text
 from srifty.errors import SriftyError
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import DecisionLog
-from srifty.sim import Config
+from srifty.vocab import Config
 
 DEFAULT_MTBF_S = 3600.0
 #: Seconds every worker gets to start (import torch, join the rendezvous) before the run gives up.

@@ -36,12 +36,6 @@ class AllreduceTrace:
     finish_s: NDArray[np.float64]
 
 
-def bus_bytes(size_bytes: ArrayLike, world_size: int) -> NDArray[np.float64]:
-    """Bytes each rank moves in a ring allreduce of ``size_bytes``: ``2·s·(n−1)/n`` (0 when ``n == 1``)."""
-    s = np.asarray(size_bytes, dtype=float)
-    return 2.0 * s * (world_size - 1) / world_size if world_size > 1 else np.zeros_like(s)
-
-
 def simulate_allreduce(
     start_s: ArrayLike,
     bus_bytes_each: ArrayLike,
@@ -53,7 +47,7 @@ def simulate_allreduce(
 
     Args:
         start_s: when each transfer may start (s).
-        bus_bytes_each: bytes each transfer moves per rank (see :func:`bus_bytes`).
+        bus_bytes_each: bytes each transfer moves per rank (see :func:`srifty.vocab.busbw.bus_bytes`).
         busbw_bytes_per_s: each transfer's bus bandwidth alone (from the bandwidth model), > 0.
         cap_bytes_per_s: the per-VM bus-bandwidth cap ``b_cap``, > 0.
         mode: ``"fair_share"`` (the paper) or ``"sequential"``.

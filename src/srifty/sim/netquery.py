@@ -38,7 +38,7 @@ class BusBandwidthModel(Protocol):
         ...
 
 
-def busbw_bytes_per_s(
+def config_busbw_bytes_per_s(
     model: BusBandwidthModel,
     sizes_bytes: ArrayLike,
     world_size: int,
@@ -50,9 +50,9 @@ def busbw_bytes_per_s(
     Raises:
         SriftyError: the model returns the wrong number of values or non-positive bandwidth.
     """
-    return busbw_many(model, [NetRequest(np.asarray(sizes_bytes, dtype=float), world_size, n_nodes, tuple(instances))])[
-        0
-    ]
+    return config_busbw_many(
+        model, [NetRequest(np.asarray(sizes_bytes, dtype=float), world_size, n_nodes, tuple(instances))]
+    )[0]
 
 
 Block = tuple[NDArray[np.float64], int, int, InstanceType]  # (sizes in bytes, world size, VMs, instance type)
@@ -60,7 +60,7 @@ Block = tuple[NDArray[np.float64], int, int, InstanceType]  # (sizes in bytes, w
 
 @dataclass(frozen=True)
 class NetRequest:
-    """One :func:`busbw_bytes_per_s` question: sizes (bytes) among ``n_nodes`` VMs of ``instances``."""
+    """One :func:`config_busbw_bytes_per_s` question: sizes (bytes) among ``n_nodes`` VMs of ``instances``."""
 
     sizes_bytes: NDArray[np.float64]
     world_size: int
@@ -68,11 +68,11 @@ class NetRequest:
     instances: tuple[InstanceType, ...]
 
 
-def busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list[NDArray[np.float64]]:
-    """:func:`busbw_bytes_per_s` for many configurations with one model call (a planner asks hundreds).
+def config_busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list[NDArray[np.float64]]:
+    """:func:`config_busbw_bytes_per_s` for many configurations with one model call (a planner asks hundreds).
 
     Raises:
-        SriftyError: as :func:`busbw_bytes_per_s`.
+        SriftyError: as :func:`config_busbw_bytes_per_s`.
     """
     # Every (request, instance) pair is one block of rows; single multi-GPU VMs add a block on the cap grid.
     blocks: list[Block] = []
@@ -100,9 +100,10 @@ def busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list
 
 
 def feature_frame(blocks: Sequence[Block]) -> Any:
-    """One pandas frame of model features for every block's allreduces, in block order (one transfer in
-    flight each). Built from numpy columns at once: a DataFrame per block is the slow part of a query."""
-    import pandas as pd
+    """One frame of transfers (:data:`~srifty.vocab.probes.TRANSFER_COLUMNS`) for every block's allreduces, in
+    block order (one transfer in flight each). Built from numpy columns at once: a DataFrame per block is the
+    slow part of a query."""
+    from srifty.vocab.probes import transfer_frame
 
     counts = [len(b[0]) for b in blocks]
 
@@ -110,7 +111,7 @@ def feature_frame(blocks: Sequence[Block]) -> Any:
         return np.repeat(np.asarray(values, dtype=object if isinstance(values[0], str) else None), counts)
 
     insts = [b[3] for b in blocks]
-    return pd.DataFrame(
+    return transfer_frame(
         {
             "size_bytes": np.concatenate([np.asarray(b[0], dtype=float) for b in blocks]),
             "world_size": column([b[1] for b in blocks]),
@@ -160,4 +161,4 @@ def bus_cap_bytes_per_s(
     model: BusBandwidthModel, world_size: int, n_nodes: int, instances: Sequence[InstanceType]
 ) -> float:
     """``b_cap``: the saturated bus bandwidth of the configuration's slowest type."""
-    return float(np.max(busbw_bytes_per_s(model, CAP_GRID_BYTES, world_size, n_nodes, instances)))
+    return float(np.max(config_busbw_bytes_per_s(model, CAP_GRID_BYTES, world_size, n_nodes, instances)))

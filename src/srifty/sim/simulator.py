@@ -29,10 +29,11 @@ from scipy.special import ndtri
 from srifty.catalog import InstanceType
 from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SriftyError
-from srifty.sim.allreduce import OverlapMode, bus_bytes, simulate_allreduce
-from srifty.sim.config import Config
-from srifty.sim.netquery import CAP_GRID_BYTES, BusBandwidthModel, NetRequest, busbw_many
+from srifty.sim.allreduce import OverlapMode, simulate_allreduce
+from srifty.sim.netquery import CAP_GRID_BYTES, BusBandwidthModel, NetRequest, config_busbw_many
 from srifty.sim.result import SimResult
+from srifty.vocab.busbw import bus_bytes
+from srifty.vocab.config import Config
 
 TransferMode = Literal["bucket", "layer"]
 MS = 1e-3
@@ -172,7 +173,7 @@ class Simulator:
     def _fill_network(self, requests: Mapping[tuple[object, ...], NetRequest]) -> None:
         """Answer many network questions with one bandwidth-model call; each asks for its transfers' sizes
         followed by the cap grid."""
-        answers = busbw_many(self.net_model, list(requests.values()))
+        answers = config_busbw_many(self.net_model, list(requests.values()))
         for key, request, both in zip(requests, requests.values(), answers, strict=True):
             n = len(request.sizes_bytes) - len(CAP_GRID_BYTES)
             self._net_cache[key] = (both[:n], float(np.max(both[n:])))
@@ -283,7 +284,7 @@ def simulate(
     """Predict the iteration time of ``config`` (one-off; use :class:`Simulator` for many calls).
 
     Args:
-        config: the configuration (see :func:`srifty.sim.parse_config`).
+        config: the configuration (see :func:`srifty.vocab.parse_config`).
         profiles: compute profile per instance type name or GPU name.
         net_model: bus-bandwidth model.
         iters: iterations to sample.

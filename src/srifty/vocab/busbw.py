@@ -2,7 +2,9 @@
 
 Bus bandwidth is the rate each rank's link carries during a ring allreduce of ``s`` bytes over ``n``
 ranks: every rank sends (and receives) ``2·s·(n−1)/n`` bytes, so ``busbw = 2·s·(n−1)/(n·t)``. Algorithm
-bandwidth is plainly ``s/t``. All functions accept scalars or numpy arrays and broadcast.
+bandwidth is plainly ``s/t``. Shared vocabulary: the probe, the bandwidth models, the simulator and the
+emulated cloud all count bytes and bandwidth this way. All functions accept scalars or numpy arrays and
+broadcast.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-from srifty.network.errors import ProbeError
+from srifty.errors import ProbeError
 
 ArrayLike = npt.ArrayLike
 FloatArray = npt.NDArray[np.float64]
@@ -28,6 +30,13 @@ def ring_bytes_factor(world_size: ArrayLike) -> FloatArray:
     """``2·(n−1)/n``: bytes each rank sends per byte allreduced (0 for a single rank)."""
     n = np.asarray(world_size, dtype=np.float64)
     return 2.0 * (n - 1.0) / n
+
+
+def bus_bytes(size_bytes: ArrayLike, world_size: int) -> FloatArray:
+    """Bytes each rank moves in a ring allreduce of ``size_bytes``: ``2·s·(n−1)/n`` (0 when ``n == 1``), so
+    that ``bus_bytes / busbw`` is the allreduce's duration."""
+    s = np.asarray(size_bytes, dtype=float)
+    return 2.0 * s * (world_size - 1) / world_size if world_size > 1 else np.zeros_like(s)
 
 
 def busbw_bytes_per_s(size_bytes: ArrayLike, world_size: ArrayLike, time_s: ArrayLike) -> FloatArray:

@@ -1,0 +1,43 @@
+"""Shared vocabulary: the types and arithmetic every stage speaks, owned by none.
+
+* configurations (:class:`Config`, :class:`ConfigGroup`: ``count × instance type @ local batch``) and
+  their text form (:func:`parse_config`);
+* allreduce arithmetic (:mod:`srifty.vocab.busbw`: bus and algorithm bandwidth, bytes moved, sizes, the
+  MTU);
+* the probe-row schema (:mod:`srifty.vocab.probes`).
+
+It imports only the catalog, units and errors; the predictors (simulator, compute and network models,
+planner) and the emulated cloud all import it, so none of them needs another's package for a data type.
+"""
+
+from srifty.vocab.busbw import (
+    DEFAULT_MTU_BYTES,
+    algbw_bytes_per_s,
+    allreduce_time_s,
+    bus_bytes,
+    busbw_bytes_per_s,
+    is_small_message,
+    ring_bytes_factor,
+    size_sweep_bytes,
+)
+from srifty.vocab.config import Config, ConfigGroup, make_config, parse_config
+from srifty.vocab.probes import PROBE_COLUMNS, TRANSFER_COLUMNS, probe_frame, transfer_frame
+
+__all__ = [
+    "DEFAULT_MTU_BYTES",
+    "PROBE_COLUMNS",
+    "TRANSFER_COLUMNS",
+    "Config",
+    "ConfigGroup",
+    "algbw_bytes_per_s",
+    "allreduce_time_s",
+    "bus_bytes",
+    "busbw_bytes_per_s",
+    "is_small_message",
+    "make_config",
+    "parse_config",
+    "probe_frame",
+    "ring_bytes_factor",
+    "size_sweep_bytes",
+    "transfer_frame",
+]

@@ -1,0 +1,105 @@
+"""The probe-row schema: what one allreduce measurement records, in every world that measures one.
+
+One row is one timed repeat of ``n_concurrent`` concurrent allreduces of ``size_bytes`` each over
+``world_size`` ranks. Bandwidth columns are in bytes/s and times in seconds, in the units of the machine
+the row *represents*: on a real cluster those are the measured values (``emulation_scale`` = 1); on the
+network testbed, where links are shaped ``emulation_scale`` times slower than the represented instance
+family's rating, ``time_s = measured_time_s / emulation_scale`` and bandwidths follow from it (see
+``srifty.network.testbed``). ``measured_time_s`` and ``shaped_gbps`` always keep what really happened.
+
+Shared vocabulary: ``srifty probe``, the testbed, the emulated cloud and the bandwidth models all read
+and write these rows. Files of them are Parquet artefacts of kind :data:`PROBE_KIND`
+(:mod:`srifty.network.dataset` reads and appends them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from srifty.errors import ArtifactError
+
+PROBE_KIND = "probe-set"
+PROBE_SCHEMA_VERSION = 1
+
+#: Every column of a probe row and its pandas dtype, in file order.
+PROBE_COLUMNS: dict[str, str] = {
+    "busbw_bytes_per_s": "float64",
+    "algbw_bytes_per_s": "float64",
+    "time_s": "float64",
+    "measured_time_s": "float64",
+    "size_bytes": "int64",
+    "world_size": "int64",
+    "n_nodes": "int64",
+    "gpus_per_node": "int64",
+    "n_concurrent": "int64",
+    "repeat": "int64",
+    "inner_iters": "int64",
+    "backend": "string",
+    "device": "string",
+    "dtype": "string",
+    "cloud": "string",
+    "region": "string",
+    "zone": "string",
+    "instance_type": "string",
+    "gpu": "string",
+    "cpu": "string",
+    "rated_network_gbps": "float64",
+    "allocation_id": "string",
+    "run_id": "string",
+    "host": "string",
+    "timestamp_s": "float64",
+    "emulated": "bool",
+    "emulation_scale": "float64",
+    "shaped_gbps": "float64",
+    "slowest_link_gbps": "float64",
+    "intra_node_shaped_gbps": "float64",
+    "rate_variation": "float64",
+    "testbed_name": "string",
+}
+
+#: The columns that describe an allreduce rather than its outcome: what a bandwidth model is asked about.
+TRANSFER_COLUMNS: tuple[str, ...] = (
+    "size_bytes",
+    "world_size",
+    "n_nodes",
+    "gpus_per_node",
+    "n_concurrent",
+    "rated_network_gbps",
+    "instance_type",
+    "gpu",
+    "cloud",
+    "region",
+)
+
+#: Columns a bandwidth model needs to be fitted (``busbw_bytes_per_s`` is the label).
+REQUIRED_FIT_COLUMNS = ("size_bytes", "world_size", "busbw_bytes_per_s")
+
+
+def probe_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows as a frame in schema order and dtypes.
+
+    Raises:
+        ArtifactError: a row lacks a schema column.
+    """
+    frame = pd.DataFrame(list(rows))
+    missing = [c for c in PROBE_COLUMNS if c not in frame.columns]
+    if missing and len(frame):
+        raise ArtifactError(f"probe rows lack the columns {', '.join(missing)}.")
+    if not len(frame):
+        frame = pd.DataFrame({c: pd.Series(dtype=t) for c, t in PROBE_COLUMNS.items()})
+    return frame[list(PROBE_COLUMNS)].astype(PROBE_COLUMNS)
+
+
+def transfer_frame(columns: Mapping[str, Any]) -> pd.DataFrame:
+    """Allreduces to ask a bandwidth model about, one per row, columns in :data:`TRANSFER_COLUMNS` order.
+
+    Raises:
+        ArtifactError: ``columns`` names are not exactly :data:`TRANSFER_COLUMNS`.
+    """
+    if set(columns) != set(TRANSFER_COLUMNS):
+        wrong = sorted(set(columns) ^ set(TRANSFER_COLUMNS))
+        raise ArtifactError(f"a transfer frame has the columns {', '.join(TRANSFER_COLUMNS)}; got {wrong} wrong.")
+    return pd.DataFrame({name: columns[name] for name in TRANSFER_COLUMNS})

@@ -1,0 +1,28 @@
+"""The shared vocabulary: the transfer columns a bandwidth model is asked about are probe-row columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from srifty.errors import ArtifactError
+from srifty.vocab import PROBE_COLUMNS, TRANSFER_COLUMNS, bus_bytes, ring_bytes_factor, transfer_frame
+
+
+def test_transfer_columns_are_probe_columns_with_the_same_meaning() -> None:
+    assert set(TRANSFER_COLUMNS) <= set(PROBE_COLUMNS)
+
+
+def test_transfer_frame_takes_exactly_the_transfer_columns() -> None:
+    frame = transfer_frame({name: [1] for name in reversed(TRANSFER_COLUMNS)})
+    assert tuple(frame.columns) == TRANSFER_COLUMNS
+    with pytest.raises(ArtifactError, match="world_size"):
+        transfer_frame({name: [1] for name in TRANSFER_COLUMNS if name != "world_size"})
+    with pytest.raises(ArtifactError, match="nodes"):
+        transfer_frame({**{name: [1] for name in TRANSFER_COLUMNS}, "nodes": [1]})
+
+
+def test_bus_bytes_is_size_times_the_ring_factor() -> None:
+    sizes = np.array([4.0, 1024.0, 2.0**26])
+    for world in (1, 2, 3, 8, 64):
+        np.testing.assert_allclose(bus_bytes(sizes, world), sizes * ring_bytes_factor(world), rtol=1e-15)
