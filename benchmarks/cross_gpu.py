@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import ROOT, machine_description, write_section
-from srifty.compute import estimate_profile, load_profile, paleo_profile
+from srifty.compute import estimate_profile, load_profile
 from srifty.compute.profile import Profile
+from srifty.plan.methods.paleo import paleo_profile
 
 RESULTS = ROOT / "benchmarks" / "results"
 SOURCES_DIR = RESULTS / "cross_gpu"
@@ -421,8 +422,8 @@ def report(reference: Path) -> None:
             "available to this project), against published single-GPU figures. `srifty roofline` is",
             "`srifty.compute.estimate_profile` (each op's measured CPU time scaled by its roofline ratio, host",
             "overhead kept, 5 µs launch floor, largest batch from the memory model); `Paleo` is",
-            "`srifty.compute.paleo_profile` (per-layer FLOPs/peak + bytes/bandwidth from the same op counts, no",
-            "measured time). Samples/s = batch / predicted iteration time at the published batch. Error =",
+            "`srifty.plan.methods.paleo.paleo_profile` (per-layer FLOPs/peak + bytes/bandwidth from the same op",
+            "counts, no measured time). Samples/s = batch / predicted iteration time at the published batch. Error =",
             "(predicted − published) / published. † marks rows whose settings differ in arithmetic (TF32, fp16 vs",
             "bf16 autocast): they are shown for completeness, not as like-for-like scores.",
             "",

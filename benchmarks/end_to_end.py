@@ -35,9 +35,10 @@ from benchmarks.common import ROOT, machine_description, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
 from srifty.compute import load_profile
-from srifty.network import AlphaBetaModel, load_default_model, load_default_probes
+from srifty.network import load_default_model, load_default_probes
 from srifty.network.testbed import HOST_IFACE, down, family_from_catalog, up
-from srifty.plan.evaluate import apm_evaluator
+from srifty.plan.methods.additive import apm_predictor
+from srifty.plan.methods.alpha_beta import AlphaBetaModel
 from srifty.sim import SimOptions, Simulator
 from srifty.vocab import Config, ConfigGroup
 
@@ -216,7 +217,7 @@ def main() -> None:
         config = config_of(case)
         sim = Simulator(profiles, net, SimOptions(iters=500))
         ours = sim.simulate(config, np.random.default_rng(0)).iter_mean_s
-        apm = apm_evaluator(profiles, alpha_beta).evaluate(config).iter_mean_s
+        apm = apm_predictor(profiles, alpha_beta).predict(config).iter_mean_s
         truth = statistics.mean(measured)
         rows.append({"case": case.name, "config": config.notation(), "measured_s": truth,
                      "measured_std_s": statistics.stdev(measured), "srifty_s": ours, "apm_s": apm})  # fmt: skip

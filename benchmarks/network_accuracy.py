@@ -29,11 +29,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from srifty.artifacts import atomic_write_text
-from srifty.network import AlphaBetaModel, BandwidthModel, read_probes
+from srifty.network import BandwidthModel, read_probes
 from srifty.network.default import default_probes_path, load_default_model
 from srifty.network.features import busbw_cap_bytes_per_s
 from srifty.network.probe_meta import cpu_model
 from srifty.network.tuning import grouped_folds, mape
+from srifty.plan.methods.alpha_beta import AlphaBetaModel
 
 REPO = Path(__file__).resolve().parents[1]
 SECTION = "## Bus-bandwidth model accuracy"

@@ -17,7 +17,7 @@ from benchmarks.common import ROOT, machine_description, write_section
 from srifty.catalog import load_catalog
 from srifty.plan import DEFAULT_MAX_SIM_CALLS, count_configs
 from srifty.plan.api import plan_job
-from srifty.plan.build import build_problem
+from srifty.plan.build import ProfileLimits, build_problem
 from srifty.plan.inputs import resolve
 from srifty.spec import load_spec, spec_from_mapping
 
@@ -38,7 +38,7 @@ SCALING_SPEC = {
 def time_case(spec, runs: int) -> list[tuple[str, int, int, float, str]]:  # type: ignore[no-untyped-def]
     catalog = load_catalog()
     inputs = resolve(spec, catalog)
-    size = count_configs(build_problem(spec, catalog, inputs.profiles))
+    size = count_configs(build_problem(spec, catalog, ProfileLimits(inputs.profiles)))
     modes = ["exhaustive", "ilp"] if size <= DEFAULT_MAX_SIM_CALLS else ["ilp"]
     rows = []
     for mode in modes:

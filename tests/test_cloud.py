@@ -62,7 +62,8 @@ def test_profile_is_an_emulated_measurement_with_four_probes() -> None:
 
 
 def test_probe_rows_fit_both_network_models() -> None:
-    from srifty.network import AlphaBetaModel, BandwidthModel
+    from srifty.network import BandwidthModel
+    from srifty.plan.methods.alpha_beta import AlphaBetaModel
 
     cloud = make_cloud()
     frame = cloud.probe("g4dn.12xlarge", rng(2), node_counts=[1, 2, 4], repeats=2, n_allocations=2)

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from srifty.catalog import load_catalog
 from srifty.cloud import EmulatedCloud
 from srifty.evaluate import AccuracySettings, CasesRun, TruthJudge, run_accuracy, save_cases
-from srifty.evaluate.oracle_bo import homogeneous_configs, oracle_bo
-from srifty.evaluate.truth import objective, true_optimum
+from srifty.evaluate.truth import true_optimum
+from srifty.plan import objective
+from srifty.plan.methods.oracle_bo import homogeneous_configs, oracle_bo
 from srifty.spec import load_spec
 from srifty.vocab import parse_config
 from tests.eval_small import small_run, write_inputs
@@ -70,8 +70,8 @@ def test_oracle_bo_measures_at_most_a_third_of_the_space_homogeneously(tmp_path:
     spec = load_spec(spec_path)
     cloud = EmulatedCloud({"synthetic": [cloud_source_profile()]}, seed=0)
     judge = TruthJudge(cloud, spec, n_allocations=1, iters=3)
-    best, outcomes = true_optimum(judge, load_catalog())
-    problem = judge.true_problem(load_catalog())
+    best, outcomes = true_optimum(judge)
+    problem = judge.problem
     result = oracle_bo(problem, judge.judge, len(outcomes), seed=0)
     homogeneous = {c.notation() for configs in homogeneous_configs(problem).values() for c in configs}
     assert result.budget == math.ceil(len(outcomes) / 3)

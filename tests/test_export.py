@@ -11,7 +11,7 @@ import yaml
 from srifty.plan import make_plan
 from srifty.plan.export import skypilot_tasks, torchrun_commands, write_skypilot
 from tests.conftest import REPO
-from tests.test_planner import evaluator, latency_ms, problem
+from tests.test_planner import latency_ms, predictor, problem
 
 SKY_PYTHON = REPO / ".venv-sky" / "bin" / "python"
 # Keys SkyPilot documents for a task and its resources (docs: "YAML Configuration Fields").
@@ -21,7 +21,7 @@ RESOURCE_KEYS = {"cloud", "region", "zone", "instance_type", "accelerators", "us
 
 @pytest.fixture(scope="module")
 def best():  # type: ignore[no-untyped-def]
-    plan = make_plan(problem({"t4.1": 4, "t4.4": 2, "v100.4": 1}, 512), evaluator(), latency_ms, mode="exhaustive")
+    plan = make_plan(problem({"t4.1": 4, "t4.4": 2, "v100.4": 1}, 512), predictor(), latency_ms, mode="exhaustive")
     assert plan.best is not None and len(plan.best.config.groups) >= 1
     return plan.best
 

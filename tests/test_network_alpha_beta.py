@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from srifty.network import AlphaBetaModel
-from srifty.network.alpha_beta import fit_alpha_beta
 from srifty.network.errors import NetModelError
+from srifty.plan.methods.alpha_beta import AlphaBetaModel, fit_alpha_beta
 from srifty.units import gbps_to_bytes_per_s
 from srifty.vocab import busbw_bytes_per_s
 

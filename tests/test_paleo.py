@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from srifty.catalog import load_catalog
-from srifty.compute import PaleoBandwidthModel, paleo_profile
 from srifty.errors import ProfileError, SriftyError
+from srifty.plan.methods.paleo import paleo_profile
+from srifty.plan.methods.paleo_net import PaleoBandwidthModel
 from tests.factories import synthetic_profile, synthetic_work
 
 T4 = load_catalog().gpu_specs["T4"]

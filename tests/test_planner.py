@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from srifty.plan import Candidate, PlanProblem, SimEvaluator, count_configs, enumerate_configs, make_plan
+from srifty.plan import Candidate, PlanProblem, SimPredictor, count_configs, enumerate_configs, make_plan
 from srifty.plan.space import allowed_batches
 from srifty.sim import SimOptions, Simulator
 from tests.factories import ConstantBusBandwidth, instance, synthetic_profile
@@ -52,8 +52,8 @@ def problem(
     )
 
 
-def evaluator(busbw: float = 2e9) -> SimEvaluator:
-    return SimEvaluator(Simulator(PROFILES, ConstantBusBandwidth(busbw), SimOptions(iters=40)), seed=0)
+def predictor(busbw: float = 2e9) -> SimPredictor:
+    return SimPredictor(Simulator(PROFILES, ConstantBusBandwidth(busbw), SimOptions(iters=40)), seed=0)
 
 
 def objective_value(plan, goal: str) -> float:  # type: ignore[no-untyped-def]
@@ -77,7 +77,7 @@ def test_count_matches_enumeration() -> None:
 )
 def test_every_plan_satisfies_every_constraint(names, quota, global_exp, goal, deadline, budget, mode) -> None:  # type: ignore[no-untyped-def]
     p = problem({n: quota for n in names}, 2**global_exp, goal, deadline, budget)
-    plan = make_plan(p, evaluator(), latency_ms, mode=mode)
+    plan = make_plan(p, predictor(), latency_ms, mode=mode)
     if plan.best is None:
         assert plan.infeasibility is not None and plan.infeasibility.message
         return
@@ -110,8 +110,8 @@ def test_tightening_a_constraint_never_improves_the_objective(goal, loose, facto
             problem(quotas, 256, goal, budget_usd=loose / 100),
             problem(quotas, 256, goal, budget_usd=loose / 100 * factor),
         )
-    plan_loose = make_plan(a, evaluator(), latency_ms, mode="exhaustive")
-    plan_tight = make_plan(b, evaluator(), latency_ms, mode="exhaustive")
+    plan_loose = make_plan(a, predictor(), latency_ms, mode="exhaustive")
+    plan_tight = make_plan(b, predictor(), latency_ms, mode="exhaustive")
     if plan_tight.best is not None:
         assert plan_loose.best is not None
         assert objective_value(plan_loose, goal) <= objective_value(plan_tight, goal) + 1e-12
@@ -126,8 +126,8 @@ def test_tightening_a_constraint_never_improves_the_objective(goal, loose, facto
 )
 def test_exhaustive_and_ilp_agree_on_one_type(name, quota, global_exp, goal) -> None:  # type: ignore[no-untyped-def]
     p = problem({name: quota}, 2**global_exp, goal)
-    ex = make_plan(p, evaluator(), latency_ms, mode="exhaustive")
-    ilp = make_plan(p, evaluator(), latency_ms, mode="ilp")
+    ex = make_plan(p, predictor(), latency_ms, mode="exhaustive")
+    ilp = make_plan(p, predictor(), latency_ms, mode="ilp")
     assert (ex.best is None) == (ilp.best is None)
     if ex.best is not None and ilp.best is not None:
         assert ilp.best.config.notation() == ex.best.config.notation()
@@ -137,8 +137,8 @@ def test_exhaustive_and_ilp_agree_on_one_type(name, quota, global_exp, goal) -> 
 @pytest.mark.parametrize("quotas", [{"t4.1": 4, "v100.4": 2}, {"t4.4": 4, "v100.4": 2}, {"t4.1": 8, "t4.4": 2}])
 def test_exhaustive_and_ilp_agree_on_small_mixed_problems(goal: str, quotas: dict[str, int]) -> None:
     p = problem(quotas, 256, goal)
-    ex = make_plan(p, evaluator(), latency_ms, mode="exhaustive")
-    ilp = make_plan(p, evaluator(), latency_ms, mode="ilp")
+    ex = make_plan(p, predictor(), latency_ms, mode="exhaustive")
+    ilp = make_plan(p, predictor(), latency_ms, mode="ilp")
     assert ex.best is not None and ilp.best is not None
     assert ilp.n_evaluated < ex.n_evaluated
     assert objective_value(ilp, goal) == pytest.approx(objective_value(ex, goal), rel=1e-9)
@@ -147,14 +147,14 @@ def test_exhaustive_and_ilp_agree_on_small_mixed_problems(goal: str, quotas: dic
 def test_auto_mode_switches_on_space_size() -> None:
     p = problem({"t4.1": 64, "t4.4": 64, "v100.4": 64}, 4096)
     assert count_configs(p) > 10_000
-    plan = make_plan(p, evaluator(), latency_ms, mode="auto")
+    plan = make_plan(p, predictor(), latency_ms, mode="auto")
     assert plan.mode == "ilp" and plan.best is not None and plan.n_ilp_solved > 0
-    small = make_plan(problem({"t4.1": 4}, 64), evaluator(), latency_ms, mode="auto")
+    small = make_plan(problem({"t4.1": 4}, 64), predictor(), latency_ms, mode="auto")
     assert small.mode == "exhaustive"
 
 
 def test_pareto_front_is_non_dominated() -> None:
-    plan = make_plan(problem({"t4.1": 8, "t4.4": 4, "v100.4": 2}, 512), evaluator(), latency_ms, mode="exhaustive")
+    plan = make_plan(problem({"t4.1": 8, "t4.4": 4, "v100.4": 2}, 512), predictor(), latency_ms, mode="exhaustive")
     front = plan.pareto
     assert len(front) >= 2
     times = [s.time_s for s in front]
@@ -163,7 +163,7 @@ def test_pareto_front_is_non_dominated() -> None:
 
 
 def test_deadline_infeasibility_names_the_constraint_and_quota() -> None:
-    plan = make_plan(problem({"v100.4": 2}, 256, deadline_s=160.0), evaluator(), latency_ms)
+    plan = make_plan(problem({"v100.4": 2}, 256, deadline_s=160.0), predictor(), latency_ms)
     assert plan.best is None and plan.infeasibility is not None
     assert plan.infeasibility.binding_constraint == "deadline"
     assert "raise the deadline or the v100.4 quota" in plan.infeasibility.message
@@ -171,17 +171,17 @@ def test_deadline_infeasibility_names_the_constraint_and_quota() -> None:
 
 
 def test_budget_and_quota_infeasibility() -> None:
-    plan = make_plan(problem({"t4.1": 8}, 256, goal="min_cost", budget_usd=1e-4), evaluator(), latency_ms)
+    plan = make_plan(problem({"t4.1": 8}, 256, goal="min_cost", budget_usd=1e-4), predictor(), latency_ms)
     assert plan.infeasibility is not None and plan.infeasibility.binding_constraint == "budget"
     assert "raise the budget to at least $" in plan.infeasibility.message
-    plan = make_plan(problem({"t4.1": 1}, 4096), evaluator(), latency_ms)
+    plan = make_plan(problem({"t4.1": 1}, 4096), predictor(), latency_ms)
     assert plan.infeasibility is not None and plan.infeasibility.binding_constraint == "quota"
 
 
 @pytest.mark.parametrize("method", ["cgf", "fgf"])
 def test_greedy_baselines_place_the_global_batch_within_quotas(method: str) -> None:
     p = problem({"t4.1": 8, "t4.4": 4, "v100.4": 2}, 1024)
-    plan = make_plan(p, evaluator(), latency_ms, method=method)  # type: ignore[arg-type]
+    plan = make_plan(p, predictor(), latency_ms, method=method)  # type: ignore[arg-type]
     assert plan.best is not None and plan.best.config.global_batch == 1024
     quotas = {c.instance.name: c.quota for c in p.candidates}
     assert all(g.count <= quotas[g.instance.name] for g in plan.best.config.groups)
@@ -189,8 +189,8 @@ def test_greedy_baselines_place_the_global_batch_within_quotas(method: str) -> N
 
 def test_cgf_prefers_cheap_gpus_at_full_batch_and_fgf_fast_gpus_at_64() -> None:
     p = problem({"t4.4": 8, "v100.4": 8}, 1024)
-    cgf = make_plan(p, evaluator(), latency_ms, method="cgf").best
-    fgf = make_plan(p, evaluator(), latency_ms, method="fgf").best
+    cgf = make_plan(p, predictor(), latency_ms, method="cgf").best
+    fgf = make_plan(p, predictor(), latency_ms, method="fgf").best
     assert cgf is not None and fgf is not None
     assert {g.instance.name for g in cgf.config.groups} == {"t4.4"} and cgf.config.groups[0].local_batch == 256
     assert fgf.config.groups[0].instance.name == "v100.4" and fgf.config.groups[0].local_batch == 64

@@ -17,7 +17,7 @@ from srifty.evaluate import save_cases
 from srifty.plan import make_plan
 from srifty.report import build_report
 from tests.eval_small import small_run, timeline_records
-from tests.test_planner import evaluator, latency_ms, problem
+from tests.test_planner import latency_ms, predictor, problem
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = (
@@ -46,7 +46,7 @@ class StartTags(HTMLParser):
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A plan file, an eval-cases file and a timeline, all made by srifty here."""
     folder = tmp_path_factory.mktemp("report")
-    plan = make_plan(problem({"t4.1": 4, "t4.4": 2, "v100.4": 2}, 256), evaluator(), latency_ms, mode="exhaustive")
+    plan = make_plan(problem({"t4.1": 4, "t4.4": 2, "v100.4": 2}, 256), predictor(), latency_ms, mode="exhaustive")
     plan_path = plan.save(folder / "plan.json")
     cases_path, _ = save_cases(small_run(folder / "eval"), folder / "eval")
     timeline_path = folder / "timeline.json"

@@ -19,7 +19,7 @@ from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.progress import ProgressTracker
 from srifty.spec import spec_from_mapping
 from srifty.vocab import parse_config
-from tests.test_planner import evaluator, latency_ms, problem
+from tests.test_planner import latency_ms, predictor, problem
 
 SPEC = {
     "model": "resnet50",
@@ -46,7 +46,7 @@ class FakeReplanner:
     def __call__(self, spec):  # type: ignore[no-untyped-def]
         self.calls.append(spec)
         quota = {"t4.4": 4} if self.feasible else {"t4.4": 1}
-        return make_plan(problem(quota, 256, deadline_s=None if self.feasible else 1.0), evaluator(), latency_ms)
+        return make_plan(problem(quota, 256, deadline_s=None if self.feasible else 1.0), predictor(), latency_ms)
 
 
 def controller(tmp_path: Path, replanner=None, **spec_changes):  # type: ignore[no-untyped-def]

@@ -9,17 +9,11 @@ import typer
 from rich.table import Table
 
 from srifty.cli.console import err, out
-from srifty.compute import (
-    choose_source,
-    estimate_profile,
-    load_profile,
-    measure_command,
-    paleo_profile,
-    resolve_gpu,
-)
+from srifty.compute import choose_source, estimate_profile, load_profile, measure_command, resolve_gpu
 from srifty.compute.bundled import profile_filename
 from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SriftyError
+from srifty.plan.methods.paleo import paleo_profile
 
 METHODS = ("roofline", "paleo")
 

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from srifty.cli.console import err, out
 from srifty.errors import SpecError
+from srifty.plan.methods import METHODS
 
 app = typer.Typer(
     help="Judge srifty and its baselines on the EMULATED cloud (ground truth for plans and predictions).",
@@ -73,9 +74,7 @@ def cases(
     profiles: ProfilesOption = None,
     methods: Annotated[
         str | None,
-        typer.Option(
-            help="Comma-separated: srifty, apm, paleo, cgf, fgf, oracle_bo, srifty_all_batches (default: all)."
-        ),
+        typer.Option(help=f"Comma-separated: {', '.join(METHODS)} (default: all)."),
     ] = None,
     allocations: Annotated[int, typer.Option(help="Placement draws each configuration's truth averages.")] = 4,
     iters: Annotated[int, typer.Option(help="Iterations per placement draw.")] = 25,

@@ -10,10 +10,9 @@ from rich.table import Table
 
 from srifty.cli.console import err, out
 from srifty.errors import InfeasiblePlanError, SpecError
-from srifty.plan.evaluate import Scored
+from srifty.plan.methods import get_method, planning_methods
 from srifty.plan.result import Plan
-
-METHODS = ("srifty", "apm", "cgf", "fgf", "paleo")
+from srifty.plan.scoring import Scored
 
 
 def _config_table(title: str, s: Scored, sources: dict[str, str]) -> Table:
@@ -95,7 +94,7 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None
         out.print(_summary_table(plan, plan.best))
     if plan.alternatives:
         out.print(_list_table("next best alternatives", plan.alternatives))
-    if plan.pareto and plan.method not in ("cgf", "fgf"):
+    if plan.pareto and get_method(plan.method).honours_constraints:
         chosen = plan.best.config.notation() if plan.best else None
         out.print(_list_table("Pareto front: time vs cost (all constraints ignored)", plan.pareto, chosen))
     for note in plan.notes:
@@ -117,7 +116,9 @@ def plan_command(
     skypilot: Annotated[
         Path | None, typer.Option("--skypilot", help="Write SkyPilot task YAML per group here.")
     ] = None,
-    method: Annotated[str, typer.Option(help="srifty, or a baseline: apm, cgf, fgf, paleo.")] = "srifty",
+    method: Annotated[
+        str, typer.Option(help=f"srifty, or a baseline or ablation: {', '.join(planning_methods()[1:])}.")
+    ] = "srifty",
     mode: Annotated[str, typer.Option(help="auto, exhaustive or ilp.")] = "auto",
     top_k: Annotated[int, typer.Option(help="Alternatives to show.")] = 5,
     max_sim_calls: Annotated[int, typer.Option(help="Largest space searched exhaustively.")] = 10_000,
@@ -127,8 +128,9 @@ def plan_command(
     """Plan the fastest or cheapest VM configuration for a job spec."""
     from srifty.plan.api import plan_spec
 
-    if method not in METHODS:
-        raise SpecError(f"--method must be one of {', '.join(METHODS)}, got '{method}'")
+    if method not in planning_methods():
+        raise SpecError(f"--method must be one of {', '.join(planning_methods())}, got '{method}'")
+    ignores_constraints = not get_method(method).honours_constraints
     if mode not in ("auto", "exhaustive", "ilp"):
         raise SpecError(f"--mode must be auto, exhaustive or ilp, got '{mode}'")
     plan, inputs = plan_spec(spec_path, method=method, mode=mode, top_k=top_k, max_sim_calls=max_sim_calls, iters=iters)
@@ -137,7 +139,7 @@ def plan_command(
     if json_out is not None:
         plan.save(json_out)
         out.print(f"wrote {json_out}")
-    if plan.best is not None and (plan.best.feasible or method in ("cgf", "fgf")):
+    if plan.best is not None and (plan.best.feasible or ignores_constraints):
         from srifty.plan.export import torchrun_commands, write_skypilot
 
         if skypilot is not None:
@@ -146,7 +148,7 @@ def plan_command(
         out.print("[bold]torchrun commands[/bold] (HEAD_NODE_IP: any VM all others can reach):")
         for line in torchrun_commands(plan.best, plan.spec_name or spec_path.stem, train_command):
             out.print(line, soft_wrap=True, markup=False)
-    if plan.infeasibility is not None and not (plan.best is not None and method in ("cgf", "fgf")):
+    if plan.infeasibility is not None and not (plan.best is not None and ignores_constraints):
         closest = plan.infeasibility.closest
         if closest is not None:
             out.print(

@@ -1,6 +1,6 @@
 """Compute stage: profile a real PyTorch model and model its latency and memory against batch size; estimate
-its profile on GPUs nobody measured (roofline scaling op by op, :func:`estimate_profile`) and the Paleo
-baseline (:func:`paleo_profile`, :class:`PaleoBandwidthModel`).
+its profile on GPUs nobody measured (roofline scaling op by op, :func:`estimate_profile`). The Paleo
+baseline's analytical model lives with the other baselines, in :mod:`srifty.plan.methods.paleo`.
 
 The data types, fitting and estimating functions here are pure numpy; measuring (:func:`profile_model`)
 needs torch and imports it only when called.
@@ -24,8 +24,6 @@ from srifty.compute.estimate import (
 from srifty.compute.latency import LatencyModel, fit_latency_curve, fit_linear, fit_piecewise_linear
 from srifty.compute.memory import MemoryModel, fit_memory_model
 from srifty.compute.names import parse_model_name
-from srifty.compute.paleo import paleo_profile
-from srifty.compute.paleo_net import PaleoBandwidthModel
 from srifty.compute.profile import DeviceInfo, EstimateInfo, ParamInfo, PhaseSamples, Profile, load_profile
 from srifty.compute.roofline import DevicePeaks, gpu_peaks, roofline_ratio, roofline_time_s
 from srifty.compute.work import OpRecord, OpWork
@@ -57,7 +55,6 @@ __all__ = [
     "MemoryModel",
     "OpRecord",
     "OpWork",
-    "PaleoBandwidthModel",
     "ParamInfo",
     "PhaseSamples",
     "Profile",
@@ -73,7 +70,6 @@ __all__ = [
     "gpu_peaks",
     "load_profile",
     "measure_command",
-    "paleo_profile",
     "parse_model_name",
     "pick_source",
     "profile_model",

@@ -7,16 +7,14 @@ Light to import: xgboost, optuna and torch load only when an evaluation runs.
 """
 
 from srifty.evaluate.accuracy import AccuracyRun, AccuracySettings, run_accuracy
-from srifty.evaluate.cases import CaseResult, CaseSettings, CasesRun, MethodOutcome, run_cases
+from srifty.evaluate.cases import ALL_METHODS, CaseResult, CaseSettings, CasesRun, MethodOutcome, run_cases
 from srifty.evaluate.files import ACCURACY_KIND, CASES_KIND, save_accuracy, save_cases
-from srifty.evaluate.methods import ALL_METHODS, PLAN_METHODS
 from srifty.evaluate.truth import TrueOutcome, TruthJudge, true_optimum
 
 __all__ = [
     "ACCURACY_KIND",
     "ALL_METHODS",
     "CASES_KIND",
-    "PLAN_METHODS",
     "AccuracyRun",
     "AccuracySettings",
     "CaseResult",

@@ -22,7 +22,7 @@ import numpy as np
 from srifty.catalog import load_catalog
 from srifty.cloud import EmulatedCloud, find_source_profiles, named_rng
 from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, learn_network, profile_gpus
-from srifty.evaluate.methods import evaluator_for
+from srifty.plan import Knowledge, get_method
 from srifty.plan.space import powers_of_two
 from srifty.vocab import make_config
 
@@ -165,8 +165,9 @@ def run_accuracy(settings: AccuracySettings, progress: Progress | None = None) -
     for model in settings.models:
         say(f"{model}: profiling and predicting the grid")
         profiles = profile_gpus(cloud, model, types, settings.seed)
-        srifty = evaluator_for("srifty", profiles, network.bandwidth_model, network.alpha_beta, settings.seed)
-        apm = evaluator_for("apm", profiles, network.bandwidth_model, network.alpha_beta, settings.seed)
+        knowledge = Knowledge(profiles, network.bandwidth_model, network.alpha_beta, seed=settings.seed)
+        srifty = get_method("srifty").make_predictor(knowledge)
+        apm = get_method("apm").make_predictor(knowledge)
         for name in types:
             configs = grid_configs(cloud, model, name, settings)
             if not configs:
@@ -183,8 +184,8 @@ def run_accuracy(settings: AccuracySettings, progress: Progress | None = None) -
                         model=model,
                     ).mean()
                 )
-                predicted = srifty.evaluate(config).iter_mean_s
-                baseline = apm.evaluate(config).iter_mean_s
+                predicted = srifty.predict(config).iter_mean_s
+                baseline = apm.predict(config).iter_mean_s
                 group = config.groups[0]
                 rows.append(
                     {

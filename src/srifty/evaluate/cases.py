@@ -4,8 +4,8 @@ For each job spec (the paper's case studies in ``examples/``):
 
 1. srifty profiles each GPU type on the cloud (4 probes) and uses the network knowledge learned once for
    all jobs (:mod:`srifty.evaluate.learn`);
-2. srifty and each baseline plan (:mod:`srifty.evaluate.methods`); Oracle BO searches the truth itself
-   (:mod:`srifty.evaluate.oracle_bo`);
+2. srifty and each baseline plan as the methods' registry says (:mod:`srifty.plan.methods`): with its
+   own predictor over what it learned, or, for Oracle BO, by measuring on the truth itself;
 3. every configuration of the true space is judged on the truth (:mod:`srifty.evaluate.truth`), which
    gives the true optimum, and each method's choice is judged the same way.
 
@@ -23,12 +23,27 @@ from typing import Any
 
 from srifty.catalog import Catalog, load_catalog
 from srifty.cloud import EmulatedCloud, find_source_profiles
+from srifty.errors import SpecError
 from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, NetworkKnowledge, learn_network, profile_gpus
-from srifty.evaluate.methods import ALL_METHODS, PLAN_METHODS, evaluator_for, plan_method
-from srifty.evaluate.oracle_bo import oracle_bo
-from srifty.evaluate.truth import TrueOutcome, TruthJudge, objective, true_optimum
-from srifty.plan import build_problem, count_configs
+from srifty.evaluate.truth import TrueOutcome, TruthJudge, true_optimum
+from srifty.plan import (
+    METHODS,
+    BatchPolicy,
+    Candidate,
+    Knowledge,
+    PlanProblem,
+    ProfileLimits,
+    build_problem,
+    compute_latency_ms,
+    count_configs,
+    get_method,
+    make_plan,
+    objective,
+)
 from srifty.spec import JobSpec, load_spec
+
+#: Every method the evaluation runs by default: all of the registry's.
+ALL_METHODS = tuple(METHODS)
 
 Progress = Callable[[str], None]
 
@@ -44,7 +59,7 @@ class CaseSettings:
         fit_trials: Optuna trials per side of the MTU when fitting srifty's bandwidth model.
         probe_allocations: allocations the network is probed on, per instance type.
         max_probe_world: largest world size probed (the paper's 64).
-        methods: which methods to run (see :data:`~srifty.evaluate.methods.ALL_METHODS`).
+        methods: which methods to run (names in :data:`~srifty.plan.methods.METHODS`).
         profile_dirs: folders of source profiles for the cloud's compute truth (before the bundled ones).
         bo_fraction: share of the space Oracle BO may measure.
     """
@@ -194,21 +209,29 @@ def run_case(
     profiles = profile_gpus(cloud, model, types, settings.seed)
     judge = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
     started = time.perf_counter()
-    optimum, outcomes = true_optimum(judge, catalog)
+    optimum, outcomes = true_optimum(judge)
     truth_s = time.perf_counter() - started
-    true_problem = judge.true_problem(catalog)
-    problem = build_problem(spec, catalog, profiles)
-    net, ab = network.bandwidth_model, network.alpha_beta
+    knowledge = Knowledge(profiles, network.bandwidth_model, network.alpha_beta, seed=spec.seed)
+    problems: dict[BatchPolicy, PlanProblem] = {}
+
+    def latency(cand: Candidate, batch: int) -> float:
+        return compute_latency_ms(profiles, cand, batch)
+
     rows: list[MethodOutcome] = []
-    for method in settings.methods:
-        if method == "oracle_bo":
+    for name in settings.methods:
+        method = get_method(name)
+        if method.truth_search is not None:
             # A judge of its own (same draws, empty cache), so its solve time includes its measurements.
             fresh = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
-            bo = oracle_bo(true_problem, fresh.judge, len(outcomes), settings.seed, settings.bo_fraction)
+            bo = method.truth_search(judge.problem, fresh.judge, len(outcomes), settings.seed, settings.bo_fraction)
             note = f"measured {bo.n_measured} of {len(outcomes)} configurations on the truth (quota {bo.budget})"
-            rows.append(judged(method, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
+            rows.append(judged(name, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
             continue
-        plan = plan_method(method, problem, profiles, net, ab, spec.seed)
+        if method.batch_policy not in problems:
+            limits = ProfileLimits(profiles)
+            problems[method.batch_policy] = build_problem(spec, catalog, limits, method.batch_policy)
+        problem = problems[method.batch_policy]
+        plan = make_plan(problem, method.make_predictor(knowledge), latency, method, "auto")
         best = plan.best
         predicted = None if best is None else (best.estimate.iter_mean_s, best.time_s, best.cost_usd)
         outcome = None if best is None else judge.judge(best.config)
@@ -217,8 +240,9 @@ def run_case(
             if best is None or best.feasible
             else "chose a configuration it predicts to violate: " + ", ".join(best.violations)
         )
-        rows.append(judged(method, spec.goal, outcome, optimum, plan.solve_time_s, plan.n_evaluated, predicted, note))
-    points = _points(outcomes, profiles, net, ab, spec.seed)
+        rows.append(judged(name, spec.goal, outcome, optimum, plan.solve_time_s, plan.n_evaluated, predicted, note))
+    points = _points(outcomes, knowledge)
+    srifty_space = problems.get("knee") or build_problem(spec, catalog, ProfileLimits(profiles))
     return CaseResult(
         name=spec.name or Path(spec_path).stem,
         spec_path=spec_path,
@@ -229,7 +253,7 @@ def run_case(
         deadline_s=spec.deadline_s,
         budget_usd=spec.budget_usd,
         space_size=len(outcomes),
-        srifty_space_size=count_configs(problem),
+        srifty_space_size=count_configs(srifty_space),
         n_feasible=sum(o.feasible for o in outcomes),
         optimum=None if optimum is None else outcome_dict(optimum),
         methods=tuple(rows),
@@ -249,16 +273,16 @@ def run_case(
     )
 
 
-def _points(outcomes: Sequence[TrueOutcome], profiles: Any, net: Any, ab: Any, seed: int) -> list[dict[str, Any]]:
+def _points(outcomes: Sequence[TrueOutcome], knowledge: Knowledge) -> list[dict[str, Any]]:
     """Every configuration of the true space with its true outcome and srifty's and APM's predictions."""
-    srifty = evaluator_for("srifty", profiles, net, ab, seed)
-    apm = evaluator_for("apm", profiles, net, ab, seed)
+    srifty = get_method("srifty").make_predictor(knowledge)
+    apm = get_method("apm").make_predictor(knowledge)
     out = []
     for o in outcomes:
         row = outcome_dict(o)
         row["instance_types"] = sorted({g.instance.name for g in o.config.groups})
-        row["srifty_iter_s"] = None if "oom" in o.violations else srifty.evaluate(o.config).iter_mean_s
-        row["apm_iter_s"] = None if "oom" in o.violations else apm.evaluate(o.config).iter_mean_s
+        row["srifty_iter_s"] = None if "oom" in o.violations else srifty.predict(o.config).iter_mean_s
+        row["apm_iter_s"] = None if "oom" in o.violations else apm.predict(o.config).iter_mean_s
         out.append(row)
     return out
 
@@ -299,11 +323,9 @@ def run_cases(spec_paths: Sequence[Path], settings: CaseSettings, progress: Prog
     started = time.perf_counter()
     catalog = load_catalog()
     specs = [(load_spec(p), str(p)) for p in spec_paths]
-    unknown = sorted(set(settings.methods) - set(ALL_METHODS))
+    unknown = sorted(set(settings.methods) - set(METHODS))
     if unknown:
-        from srifty.errors import SpecError
-
-        raise SpecError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}.")
+        raise SpecError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}.")
     sources = {}
     for spec, _ in specs:
         name = spec.model.name or ""
@@ -336,4 +358,4 @@ def run_cases(spec_paths: Sequence[Path], settings: CaseSettings, progress: Prog
     )
 
 
-__all__ = ["PLAN_METHODS", "CaseResult", "CaseSettings", "CasesRun", "MethodOutcome", "run_case", "run_cases"]
+__all__ = ["ALL_METHODS", "CaseResult", "CaseSettings", "CasesRun", "MethodOutcome", "run_case", "run_cases"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from srifty.evaluate.accuracy import AccuracyRun
 from srifty.evaluate.cases import CaseResult, CasesRun
+from srifty.plan import METHODS
 
 CASE_HEADER = (
     "case",
@@ -20,14 +21,8 @@ CASE_HEADER = (
     "violations",
     "solve (s)",
 )
-METHOD_LABELS = {
-    "oracle_bo": "Oracle BO",
-    "apm": "APM",
-    "paleo": "Paleo",
-    "cgf": "CGF",
-    "fgf": "FGF",
-    "srifty_all_batches": "srifty, no knee pruning (ablation)",
-}
+#: How tables print each method (the registry's labels).
+METHOD_LABELS = {name: method.label for name, method in METHODS.items()}
 ACCURACY_HEADER = ("group", "n", "srifty MAPE", "APM MAPE")
 UNDER_HEADER = ("method", "MAPE", "underestimates", "MAPE when under", "90th pct. when under")
 

@@ -15,15 +15,13 @@ every count up to its quota, the global batch met exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from srifty.catalog import Catalog
+from srifty.catalog import InstanceType
 from srifty.cloud import EmulatedCloud
-from srifty.plan import Candidate, PlanProblem, enumerate_configs
-from srifty.plan.space import powers_of_two
+from srifty.plan import PlanProblem, best_of, build_problem, enumerate_configs, job_time_cost
 from srifty.spec import JobSpec
-from srifty.units import usd_for
 from srifty.vocab import Config
 
 
@@ -55,9 +53,18 @@ class TrueOutcome:
         return self.config.global_batch / self.iter_s if self.iter_s > 0 else 0.0
 
 
-def objective(goal: str, outcome: TrueOutcome) -> tuple[float, float]:
-    """Sort key, smaller is better: (time, cost) for ``min_time``, (cost, time) for ``min_cost``."""
-    return (outcome.time_s, outcome.cost_usd) if goal == "min_time" else (outcome.cost_usd, outcome.time_s)
+@dataclass(frozen=True)
+class TruthLimits:
+    """Batch limits on the truth: what one GPU really holds; no knee (that is srifty's insight, not a fact)."""
+
+    cloud: EmulatedCloud
+    model: str
+
+    def max_batch(self, instance: InstanceType) -> int:
+        return self.cloud.max_batch(instance.gpu_name, self.model)
+
+    def knee_batch(self, instance: InstanceType) -> int:
+        return 1
 
 
 class TruthJudge:
@@ -78,6 +85,7 @@ class TruthJudge:
         self.iters = iters
         self.overhead_s = cloud.params.mean_launch_time_s + spec.overheads.checkpoint_restore_s
         self._cache: dict[str, TrueOutcome] = {}
+        self._problem: PlanProblem | None = None
         self.tag = spec.name or "job"
 
     @property
@@ -97,61 +105,25 @@ class TruthJudge:
             iter_s = self.cloud.expected_iteration_s(
                 config, self.n_allocations, self.iters, model=self.model, tag=self.tag
             )
-            time_s = self.overhead_s + self.spec.iterations * iter_s
-            cost = usd_for(config.price_usd_per_hour(), time_s)
-            violations = []
-            if self.spec.deadline_s is not None and time_s > self.spec.deadline_s:
-                violations.append("deadline")
-            if self.spec.budget_usd is not None and cost > self.spec.budget_usd:
-                violations.append("budget")
-            outcome = TrueOutcome(config, iter_s, time_s, cost, tuple(violations))
+            time_s, cost, violations = job_time_cost(self.problem, config, iter_s)
+            outcome = TrueOutcome(config, iter_s, time_s, cost, violations)
         self._cache[key] = outcome
         return outcome
 
-    def true_problem(self, catalog: Catalog) -> PlanProblem:
-        """The space the true optimum is searched in: every power-of-two batch that really fits."""
-        spec = self.spec
-        candidates = []
-        for cand in spec.candidates:
-            instance = catalog.get(cand.instance_type, region=spec.region, cloud=spec.cloud)
-            limit = self.cloud.max_batch(instance.gpu_name, self.model)
-            upper = min(limit, spec.global_batch // instance.gpus_per_vm)
-            candidates.append(
-                Candidate(
-                    instance=instance,
-                    market=cand.market,
-                    quota=cand.quota,
-                    price_usd_per_hour=instance.price_usd_per_hour(cand.market, cand.zone),
-                    batches=powers_of_two(1, upper),
-                    knee_batch=1,
-                    max_batch=limit,
-                    pruned_note="true space: every power of two that fits",
-                )
-            )
-        return PlanProblem(
-            candidates=tuple(candidates),
-            global_batch=spec.global_batch,
-            iterations=spec.iterations,
-            goal=spec.goal,
-            deadline_s=spec.deadline_s,
-            budget_usd=spec.budget_usd,
-            overhead_s=self.overhead_s,
-        )
+    @property
+    def problem(self) -> PlanProblem:
+        """The job on the truth: every power-of-two batch that really fits, the cloud's mean launch time."""
+        if self._problem is None:
+            limits = TruthLimits(self.cloud, self.model)
+            self._problem = build_problem(self.spec, self.cloud.catalog, limits, "all", self.overhead_s)
+        return self._problem
 
     def judge_all(self, configs: Iterable[Config]) -> list[TrueOutcome]:
         """True outcomes of every configuration given."""
         return [self.judge(c) for c in configs]
 
 
-def best_of(goal: str, outcomes: Sequence[TrueOutcome]) -> TrueOutcome | None:
-    """The best feasible outcome by the goal (ties by notation), or ``None`` when none is feasible."""
-    feasible = [o for o in outcomes if o.feasible]
-    if not feasible:
-        return None
-    return min(feasible, key=lambda o: (*objective(goal, o), o.config.notation()))
-
-
-def true_optimum(judge: TruthJudge, catalog: Catalog) -> tuple[TrueOutcome | None, list[TrueOutcome]]:
+def true_optimum(judge: TruthJudge) -> tuple[TrueOutcome | None, list[TrueOutcome]]:
     """Judge every configuration of the true space; returns the optimum (or ``None``) and all outcomes."""
-    outcomes = judge.judge_all(enumerate_configs(judge.true_problem(catalog)))
+    outcomes = judge.judge_all(enumerate_configs(judge.problem))
     return best_of(judge.spec.goal, outcomes), outcomes

@@ -7,14 +7,12 @@ Importing this package is cheap: torch is imported only inside the probe, xgboos
 model is fitted or loaded.
 """
 
-from srifty.network.alpha_beta import AlphaBetaModel
 from srifty.network.dataset import append_probes, read_probes
 from srifty.network.default import default_probes_path, load_default_model, load_default_probes
 from srifty.network.errors import NetModelError, ProbeError, ProbeTimeoutError, TestbedError
 from srifty.network.model import BandwidthModel
 
 __all__ = [
-    "AlphaBetaModel",
     "BandwidthModel",
     "NetModelError",
     "ProbeError",

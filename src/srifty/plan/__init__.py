@@ -1,41 +1,49 @@
-"""Plan: search heterogeneous and spot configurations under quotas, deadline and budget."""
+"""Plan: search heterogeneous and spot configurations under quotas, deadline and budget.
 
-from srifty.plan.build import build_problem, compute_latency_ms, max_batch_on
-from srifty.plan.evaluate import (
-    AdditiveEvaluator,
-    Estimate,
-    Evaluator,
-    Scored,
-    SimEvaluator,
-    apm_evaluator,
-    paleo_evaluator,
-    score,
-)
-from srifty.plan.planner import DEFAULT_MAX_SIM_CALLS, make_plan, search
+Predictors (:mod:`~srifty.plan.predict`) say how long an iteration takes; scoring (:mod:`~srifty.plan.scoring`)
+turns that into job time, cost and constraint checks; the methods' registry (:mod:`~srifty.plan.methods`)
+says which predictor and search each method (srifty or a baseline) uses.
+"""
+
+from srifty.plan.build import BatchLimits, ProfileLimits, build_problem, compute_latency_ms, max_batch_on
+from srifty.plan.methods import METHODS, Knowledge, Method, get_method, planning_methods
+from srifty.plan.planner import make_plan
+from srifty.plan.predict import Estimate, Predictor, SimPredictor
 from srifty.plan.problem import Candidate, PlanProblem
 from srifty.plan.result import Infeasibility, Plan, pareto_front
-from srifty.plan.space import count_configs, enumerate_configs
+from srifty.plan.scoring import Scored, best_of, job_time_cost, objective, score
+from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, SearchOutcome, optimize
+from srifty.plan.space import BatchPolicy, count_configs, enumerate_configs
 
 __all__ = [
     "DEFAULT_MAX_SIM_CALLS",
-    "AdditiveEvaluator",
+    "METHODS",
+    "BatchLimits",
+    "BatchPolicy",
     "Candidate",
     "Estimate",
-    "Evaluator",
     "Infeasibility",
+    "Knowledge",
+    "Method",
     "Plan",
     "PlanProblem",
+    "Predictor",
+    "ProfileLimits",
     "Scored",
-    "SimEvaluator",
-    "apm_evaluator",
+    "SearchOutcome",
+    "SimPredictor",
+    "best_of",
     "build_problem",
     "compute_latency_ms",
     "count_configs",
     "enumerate_configs",
+    "get_method",
+    "job_time_cost",
     "make_plan",
     "max_batch_on",
-    "paleo_evaluator",
+    "objective",
+    "optimize",
     "pareto_front",
+    "planning_methods",
     "score",
-    "search",
 ]

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from srifty.catalog import Catalog, load_catalog
 from srifty.errors import SpecError
-from srifty.plan.build import build_problem, compute_latency_ms
-from srifty.plan.evaluate import Evaluator, SimEvaluator, apm_evaluator, paleo_evaluator
+from srifty.plan.build import ProfileLimits, build_problem, compute_latency_ms
 from srifty.plan.inputs import PlanInputs, resolve
-from srifty.plan.planner import DEFAULT_MAX_SIM_CALLS, Method, Mode, make_plan
+from srifty.plan.methods import Knowledge, get_method
+from srifty.plan.planner import make_plan
 from srifty.plan.problem import Candidate
 from srifty.plan.result import Plan
-from srifty.sim import SimOptions, Simulator
+from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, Mode
 from srifty.spec import JobSpec, load_spec
 from srifty.vocab import Config, parse_config
 
@@ -42,38 +42,34 @@ def require_global_batch(config: Config, spec: JobSpec, what: str) -> None:
         )
 
 
-def evaluator_for(method: Method, spec: JobSpec, inputs: PlanInputs, iters: int) -> Evaluator:
-    """The predictor behind ``method``: the simulator for srifty (and the greedy baselines' scoring), APM's
-    linear/alpha-beta model for apm, Paleo's analytical model for paleo."""
-    if method == "apm":
-        from srifty.network import AlphaBetaModel, load_default_probes
-
-        return apm_evaluator(inputs.profiles, AlphaBetaModel().fit(load_default_probes()))
-    if method == "paleo":
-        return paleo_evaluator(inputs.profiles)
-    return SimEvaluator(Simulator(inputs.profiles, inputs.net_model, SimOptions(iters=iters)), seed=spec.seed)
-
-
 def plan_job(
     spec: JobSpec,
     catalog: Catalog | None = None,
     inputs: PlanInputs | None = None,
-    method: Method = "srifty",
+    method: str = "srifty",
     mode: Mode = "auto",
     top_k: int = 5,
     max_sim_calls: int = DEFAULT_MAX_SIM_CALLS,
     iters: int = 100,
 ) -> tuple[Plan, PlanInputs]:
-    """Plan ``spec`` with ``method``; resolves profiles and the bandwidth model unless given."""
+    """Plan ``spec`` with ``method`` (see :data:`~srifty.plan.methods.METHODS`); resolves profiles and the
+    bandwidth model unless given. APM's alpha-beta model is fitted on the embedded default probes.
+
+    Raises:
+        SpecError: an unknown method, or one that only an evaluation can run.
+    """
+    entry = get_method(method)
+    entry.require_planning()
     cat = catalog or load_catalog()
     resolved = inputs or resolve(spec, cat)
-    problem = build_problem(spec, cat, resolved.profiles)
-    evaluator = evaluator_for(method, spec, resolved, iters)
+    problem = build_problem(spec, cat, ProfileLimits(resolved.profiles), entry.batch_policy)
+    knowledge = Knowledge(resolved.profiles, resolved.net_model, seed=spec.seed, sim_iters=iters)
+    predictor = entry.make_predictor(knowledge)
 
     def latency(cand: Candidate, batch: int) -> float:
         return compute_latency_ms(resolved.profiles, cand, batch)
 
-    plan = make_plan(problem, evaluator, latency, method, mode, max_sim_calls, top_k)
+    plan = make_plan(problem, predictor, latency, entry, mode, max_sim_calls, top_k)
     plan = dataclasses.replace(plan, profile_sources=dict(resolved.sources), spec_name=spec.name)
     return plan, resolved
 

@@ -1,23 +1,35 @@
-"""Build a :class:`~srifty.plan.problem.PlanProblem` from a job spec, the catalog and compute profiles."""
+"""The one problem builder: a :class:`~srifty.plan.problem.PlanProblem` from a job spec, the catalog and what
+is known of each type's batch limits, under a batch policy.
+
+The planner knows the limits from compute profiles (:class:`ProfileLimits`: the memory model's largest
+batch and the latency model's knee); an evaluation knows them from its ground truth. The policy says which
+local batches a type may take (:data:`~srifty.plan.space.BatchPolicy`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
 
 from srifty.catalog import Catalog, InstanceType
 from srifty.compute import Profile
-from srifty.errors import ProfileError
 from srifty.plan.problem import Candidate, PlanProblem
-from srifty.plan.space import allowed_batches
+from srifty.plan.space import BatchPolicy, allowed_batches
+from srifty.sim import profile_for
 from srifty.spec import JobSpec
 
 
-def profile_for(profiles: Mapping[str, Profile], instance: InstanceType) -> Profile:
-    """The profile for ``instance`` (by type name, then GPU name)."""
-    found = profiles.get(instance.name) or profiles.get(instance.gpu_name)
-    if found is None:
-        raise ProfileError(f"no compute profile for {instance.name} ({instance.gpu_name})")
-    return found
+class BatchLimits(Protocol):
+    """What a problem builder needs to know of each instance type's local batches."""
+
+    def max_batch(self, instance: InstanceType) -> int:
+        """Largest local batch one GPU of ``instance`` holds."""
+        ...
+
+    def knee_batch(self, instance: InstanceType) -> int:
+        """The smallest batch worth running (the latency model's knee, a power of two), 1 without one."""
+        ...
 
 
 def knee_floor(profile: Profile) -> int:
@@ -40,21 +52,43 @@ def max_batch_on(profile: Profile, instance: InstanceType) -> int:
     return profile.memory.max_batch(instance.gpu_memory_bytes)
 
 
+@dataclass(frozen=True)
+class ProfileLimits:
+    """Batch limits from compute profiles (by instance type or GPU name): memory model and knee."""
+
+    profiles: Mapping[str, Profile]
+
+    def max_batch(self, instance: InstanceType) -> int:
+        return max_batch_on(profile_for(self.profiles, instance), instance)
+
+    def knee_batch(self, instance: InstanceType) -> int:
+        return knee_floor(profile_for(self.profiles, instance))
+
+
 def compute_latency_ms(profiles: Mapping[str, Profile], cand: Candidate, batch: int) -> float:
     """Mean forward + backward + step latency (ms) of one GPU of ``cand`` at ``batch``."""
     profile = profile_for(profiles, cand.instance)
     return float(sum(profile.predict_ms(ph, batch)[()] for ph in ("fw", "bw", "step")))
 
 
-def build_problem(spec: JobSpec, catalog: Catalog, profiles: Mapping[str, Profile]) -> PlanProblem:
-    """Candidates with prices, quotas and pruned batches; the spec's goal and constraints."""
+def build_problem(
+    spec: JobSpec,
+    catalog: Catalog,
+    limits: BatchLimits,
+    policy: BatchPolicy = "knee",
+    overhead_s: float | None = None,
+) -> PlanProblem:
+    """Candidates with prices, quotas and the batches ``policy`` allows; the spec's goal and constraints.
+
+    Args:
+        overhead_s: one VM launch plus one checkpoint restore (s); default: the spec's overheads.
+    """
     candidates = []
     for cand in spec.candidates:
         instance = catalog.get(cand.instance_type, region=spec.region, cloud=spec.cloud)
-        profile = profile_for(profiles, instance)
-        knee = knee_floor(profile)
-        limit = max_batch_on(profile, instance)
-        batches, note = allowed_batches(knee, limit, spec.global_batch, instance.gpus_per_vm)
+        knee = limits.knee_batch(instance) if policy == "knee" else 1
+        limit = limits.max_batch(instance)
+        batches, note = allowed_batches(knee, limit, spec.global_batch, instance.gpus_per_vm, policy)
         candidates.append(
             Candidate(
                 instance=instance,
@@ -67,6 +101,8 @@ def build_problem(spec: JobSpec, catalog: Catalog, profiles: Mapping[str, Profil
                 pruned_note=note,
             )
         )
+    if overhead_s is None:
+        overhead_s = spec.overheads.vm_launch_s + spec.overheads.checkpoint_restore_s
     return PlanProblem(
         candidates=tuple(candidates),
         global_batch=spec.global_batch,
@@ -74,5 +110,5 @@ def build_problem(spec: JobSpec, catalog: Catalog, profiles: Mapping[str, Profil
         goal=spec.goal,
         deadline_s=spec.deadline_s,
         budget_usd=spec.budget_usd,
-        overhead_s=spec.overheads.vm_launch_s + spec.overheads.checkpoint_restore_s,
+        overhead_s=overhead_s,
     )

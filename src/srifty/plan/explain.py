@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from srifty.plan.evaluate import Scored
 from srifty.plan.problem import PlanProblem
 from srifty.plan.result import Infeasibility
+from srifty.plan.scoring import Scored
 
 
 def _at_quota(problem: PlanProblem, s: Scored) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from srifty.artifacts import atomic_write_text
-from srifty.plan.evaluate import Scored
+from srifty.plan.scoring import Scored
 
 DEFAULT_TRAIN_COMMAND = "python train.py"
 RDZV_PORT = 29400

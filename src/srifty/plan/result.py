@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from srifty.artifacts import write_json_artifact
-from srifty.plan.evaluate import Scored, objective
 from srifty.plan.problem import PlanProblem
+from srifty.plan.scoring import Scored, preference
 
 PLAN_KIND = "plan"
 PLAN_SCHEMA_VERSION = 1
@@ -165,4 +165,4 @@ def pareto_front(scored: Sequence[Scored]) -> list[Scored]:
 
 def rank(problem: PlanProblem, scored: Sequence[Scored]) -> list[Scored]:
     """Feasible configurations, best first by the goal (ties broken by notation, for determinism)."""
-    return sorted((s for s in scored if s.feasible), key=lambda s: (*objective(problem, s), s.config.notation()))
+    return sorted((s for s in scored if s.feasible), key=lambda s: preference(problem.goal, s))

@@ -1,7 +1,7 @@
 """The two search modes over the pruned space: exhaustive, and the paper's anchor + ILP approximation.
 
-Both take the problem and an :class:`~srifty.plan.evaluate.Evaluator` and return every configuration they
-evaluated, scored; the planner picks from those.
+Both take the problem and a :class:`~srifty.plan.predict.Predictor` and return every configuration they
+predicted, scored; the planner picks from those. :func:`optimize` chooses between them.
 
 **Anchor + ILP** (paper, "Hybrid Solving Strategy"). Iteration time is set by the slowest VM, so good
 configurations balance compute latency across types. For each *anchor* batch of the slowest type, its
@@ -23,26 +23,68 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from srifty.plan.evaluate import Evaluator, Scored, score
+from srifty.plan.predict import Predictor
 from srifty.plan.problem import Candidate, PlanProblem
-from srifty.plan.space import config_of, enumerate_configs
+from srifty.plan.scoring import Scored, score
+from srifty.plan.space import config_of, count_configs, enumerate_configs
 from srifty.vocab import Config
 
 LatencyFn = Callable[[Candidate, int], float]
+Mode = Literal["auto", "exhaustive", "ilp"]
+DEFAULT_MAX_SIM_CALLS = 10_000
 
 
-def exhaustive(problem: PlanProblem, evaluator: Evaluator) -> list[Scored]:
+@dataclass(frozen=True)
+class SearchOutcome:
+    """What a search predicted and how.
+
+    Attributes:
+        scored: every configuration it predicted, scored.
+        mode: ``"exhaustive"``, ``"ilp"`` or, for a heuristic, ``"heuristic"``.
+        space_size: configurations in the (pruned) space.
+        n_ilp_solved: integer programs solved (anchor + ILP).
+    """
+
+    scored: list[Scored]
+    mode: str
+    space_size: int
+    n_ilp_solved: int = 0
+
+
+def optimize(
+    problem: PlanProblem,
+    predictor: Predictor,
+    latency_ms: LatencyFn,
+    mode: Mode = "auto",
+    max_sim_calls: int = DEFAULT_MAX_SIM_CALLS,
+) -> SearchOutcome:
+    """srifty's search: the pruned space exhaustively when it is small enough, else anchor + ILP.
+
+    Args:
+        latency_ms: compute latency (ms) of one GPU of a candidate at a local batch, for anchoring.
+    """
+    size = count_configs(problem)
+    use = mode if mode != "auto" else ("exhaustive" if size <= max_sim_calls else "ilp")
+    if use == "exhaustive":
+        return SearchOutcome(exhaustive(problem, predictor), "exhaustive", size)
+    scored, n_ilp = anchor_ilp(problem, predictor, latency_ms)
+    return SearchOutcome(scored, "ilp", size, n_ilp)
+
+
+def exhaustive(problem: PlanProblem, predictor: Predictor) -> list[Scored]:
     """Evaluate every configuration in the pruned space (network queries first, in one batch, where the
-    evaluator can)."""
+    predictor can)."""
     configs = list(enumerate_configs(problem))
-    prefetch = getattr(evaluator, "prefetch", None)
+    prefetch = getattr(predictor, "prefetch", None)
     if prefetch is not None:
         prefetch(configs)
-    return [score(problem, config, evaluator.evaluate(config)) for config in configs]
+    return [score(problem, config, predictor.predict(config)) for config in configs]
 
 
 def _largest_batch_within(cand: Candidate, target_ms: float, latency_ms: LatencyFn) -> int | None:
@@ -88,7 +130,7 @@ def anchor_latencies_ms(cands: Sequence[Candidate], latency_ms: LatencyFn) -> li
     return sorted({latency_ms(c, b) for c in cands for b in c.batches})
 
 
-def anchor_ilp(problem: PlanProblem, evaluator: Evaluator, latency_ms: LatencyFn) -> tuple[list[Scored], int]:
+def anchor_ilp(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn) -> tuple[list[Scored], int]:
     """The anchor sweep (see the module docstring). Returns the scored solutions and the number of integer
     programs solved.
 
@@ -116,10 +158,10 @@ def anchor_ilp(problem: PlanProblem, evaluator: Evaluator, latency_ms: LatencyFn
             config = config_of(used, counts, sizes)
             key = config.notation()
             if key not in seen:
-                seen[key] = score(problem, config, evaluator.evaluate(config))
+                seen[key] = score(problem, config, predictor.predict(config))
     return list(seen.values()), n_solved
 
 
-def single(problem: PlanProblem, evaluator: Evaluator, config: Config | None) -> list[Scored]:
+def single(problem: PlanProblem, predictor: Predictor, config: Config | None) -> list[Scored]:
     """Score one heuristic configuration (or nothing)."""
-    return [] if config is None else [score(problem, config, evaluator.evaluate(config))]
+    return [] if config is None else [score(problem, config, predictor.predict(config))]

@@ -13,11 +13,16 @@ What remains is every assignment ``{type: (count, batch)}`` with ``Σ count·gpu
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 import numpy as np
 
 from srifty.plan.problem import Candidate, PlanProblem
 from srifty.vocab import Config, ConfigGroup
+
+#: Which local batches a type may take: ``knee``, powers of two from its knee up (the paper's pruning);
+#: ``all``, every power of two that fits (the true space, and the no-pruning ablation).
+BatchPolicy = Literal["knee", "all"]
 
 
 def powers_of_two(lo: int, hi: int) -> tuple[int, ...]:
@@ -31,11 +36,15 @@ def powers_of_two(lo: int, hi: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def allowed_batches(knee_batch: int, max_batch: int, global_batch: int, gpus: int) -> tuple[tuple[int, ...], str]:
-    """Pruned local batches for one type and a note saying which bounds applied."""
+def allowed_batches(
+    knee_batch: int, max_batch: int, global_batch: int, gpus: int, policy: BatchPolicy = "knee"
+) -> tuple[tuple[int, ...], str]:
+    """Allowed local batches for one type under ``policy`` and a note saying which bounds applied."""
     upper = min(max_batch, global_batch // max(gpus, 1))
     if upper < 1:
         return (), f"not even a batch of 1 per GPU fits ({gpus} GPUs per VM, max batch {max_batch})"
+    if policy == "all":
+        return powers_of_two(1, upper), f"every power of two that fits: 1..{upper} (no knee floor)"
     pruned = powers_of_two(max(knee_batch, 1), upper)
     if pruned:
         return pruned, f"powers of two from knee {knee_batch} to {upper}"

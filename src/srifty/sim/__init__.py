@@ -6,7 +6,7 @@ Configurations themselves (:class:`~srifty.vocab.Config`) are shared vocabulary,
 from srifty.sim.allreduce import AllreduceTrace, simulate_allreduce
 from srifty.sim.netquery import BusBandwidthModel, bus_cap_bytes_per_s, config_busbw_bytes_per_s
 from srifty.sim.result import SimResult
-from srifty.sim.simulator import SimOptions, Simulator, simulate
+from srifty.sim.simulator import SimOptions, Simulator, profile_for, simulate
 
 __all__ = [
     "AllreduceTrace",
@@ -16,6 +16,7 @@ __all__ = [
     "Simulator",
     "bus_cap_bytes_per_s",
     "config_busbw_bytes_per_s",
+    "profile_for",
     "simulate",
     "simulate_allreduce",
 ]

@@ -67,6 +67,24 @@ class _GroupCompute:
     step_std_ms: float
 
 
+def profile_for(profiles: Mapping[str, Profile], instance: InstanceType) -> Profile:
+    """The profile for ``instance`` in a map keyed by instance type name or catalog GPU name (the instance
+    name wins).
+
+    Raises:
+        ProfileError: none for its name or its GPU, naming the command that would make one.
+    """
+    found = profiles.get(instance.name) or profiles.get(instance.gpu_name)
+    if found is None:
+        known = ", ".join(sorted(profiles)) or "none"
+        raise ProfileError(
+            f"no compute profile for {instance.name} ({instance.gpu_name}); profiles given: {known}. "
+            f"Measure one on that GPU with `srifty profile --model MODEL --device cuda`, "
+            "or estimate one with `srifty profile estimate`."
+        )
+    return found
+
+
 class Simulator:
     """Simulates configurations against fixed profiles and a bandwidth model, caching shared work.
 
@@ -89,20 +107,8 @@ class Simulator:
         self._net_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], float]] = {}
 
     def profile_for(self, instance: InstanceType) -> Profile:
-        """The profile used for ``instance``.
-
-        Raises:
-            ProfileError: none for its name or its GPU, naming the command that would make one.
-        """
-        found = self.profiles.get(instance.name) or self.profiles.get(instance.gpu_name)
-        if found is None:
-            known = ", ".join(sorted(self.profiles)) or "none"
-            raise ProfileError(
-                f"no compute profile for {instance.name} ({instance.gpu_name}); profiles given: {known}. "
-                f"Measure one on that GPU with `srifty profile --model MODEL --device cuda`, "
-                "or estimate one with `srifty profile estimate`."
-            )
-        return found
+        """The profile used for ``instance`` (see :func:`profile_for`)."""
+        return profile_for(self.profiles, instance)
 
     def _group_compute(self, profile: Profile, batch: int) -> _GroupCompute:
         key = (id(profile), batch)

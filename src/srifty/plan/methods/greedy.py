@@ -18,7 +18,7 @@ from srifty.plan.problem import Candidate, PlanProblem
 from srifty.vocab import Config, ConfigGroup
 
 FGF_BATCH = 64
-SpeedFn = Callable[[Candidate, int], float]
+LatencyFn = Callable[[Candidate, int], float]
 
 
 def _fill(order: Sequence[Candidate], global_batch: int, batch_of: Callable[[Candidate], int]) -> Config | None:
@@ -61,8 +61,16 @@ def cgf(problem: PlanProblem) -> Config | None:
     return _fill(order, problem.global_batch, lambda c: _largest_power_of_two(c.max_batch))
 
 
-def fgf(problem: PlanProblem, samples_per_s: SpeedFn) -> Config | None:
-    """Fastest GPU first at batch 64; pack at the largest feasible batch when GPUs run short."""
+def fgf(problem: PlanProblem, latency_ms: LatencyFn) -> Config | None:
+    """Fastest GPU first at batch 64; pack at the largest feasible batch when GPUs run short.
+
+    Args:
+        latency_ms: compute latency (ms) of one GPU of a candidate at a batch; speed is batch / latency.
+    """
+
+    def samples_per_s(cand: Candidate, batch: int) -> float:
+        return batch / max(latency_ms(cand, batch), 1e-12)
+
     order = sorted(problem.candidates, key=lambda c: (-samples_per_s(c, FGF_BATCH), c.key))
     capacity_at_64 = sum(c.quota * c.gpus * min(FGF_BATCH, c.max_batch) for c in order)
     if capacity_at_64 >= problem.global_batch:

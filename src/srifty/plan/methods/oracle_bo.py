@@ -23,16 +23,17 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic
 
-from srifty.evaluate.truth import TrueOutcome, best_of, objective
-from srifty.plan import PlanProblem
+from srifty.plan.problem import PlanProblem
+from srifty.plan.scoring import Outcome, OutcomeT, best_of, objective, preference
 from srifty.vocab import Config, ConfigGroup
 
 MAX_TRIALS_PER_MEASUREMENT = 5
 
 
 @dataclass(frozen=True)
-class OracleBOResult:
+class OracleBOResult(Generic[OutcomeT]):
     """What Oracle BO chose and what it cost to find.
 
     Attributes:
@@ -42,7 +43,7 @@ class OracleBOResult:
         solve_s: wall time of the search.
     """
 
-    best: TrueOutcome | None
+    best: OutcomeT | None
     n_measured: int
     budget: int
     solve_s: float
@@ -65,11 +66,11 @@ def homogeneous_configs(problem: PlanProblem) -> dict[str, list[Config]]:
 
 def oracle_bo(
     problem: PlanProblem,
-    judge: Callable[[Config], TrueOutcome],
+    judge: Callable[[Config], OutcomeT],
     space_size: int,
     seed: int,
     fraction: float = 1.0 / 3.0,
-) -> OracleBOResult:
+) -> OracleBOResult[OutcomeT]:
     """Run Oracle BO on ``problem`` with ``judge`` as the ground truth (see the module docstring).
 
     Args:
@@ -89,16 +90,16 @@ def oracle_bo(
     if not per_type:
         return OracleBOResult(None, 0, budget, time.perf_counter() - started)
     share = max(1, math.ceil(budget / len(per_type)))
-    measured: list[TrueOutcome] = []
+    measured: list[OutcomeT] = []
     for offset, (key, configs) in enumerate(sorted(per_type.items())):
         measured.extend(_search_type(problem, configs, judge, min(share, len(configs)), seed + offset, key))
     best = best_of(problem.goal, measured)
     if best is None and measured:
-        best = min(measured, key=lambda o: (len(o.violations), *objective(problem.goal, o), o.config.notation()))
+        best = min(measured, key=lambda o: (len(o.violations), *preference(problem.goal, o)))
     return OracleBOResult(best, len(measured), budget, time.perf_counter() - started)
 
 
-def _constraints(problem: PlanProblem, outcome: TrueOutcome) -> dict[str, float]:
+def _constraints(problem: PlanProblem, outcome: Outcome) -> dict[str, float]:
     """Optuna constraint values (feasible when ≤ 0): relative overshoot of the deadline and budget, and OOM."""
     values = {"oom": 1.0 if "oom" in outcome.violations else -1.0}
     if problem.deadline_s is not None:
@@ -111,18 +112,18 @@ def _constraints(problem: PlanProblem, outcome: TrueOutcome) -> dict[str, float]
 def _search_type(
     problem: PlanProblem,
     configs: Sequence[Config],
-    judge: Callable[[Config], TrueOutcome],
+    judge: Callable[[Config], OutcomeT],
     quota: int,
     seed: int,
     key: str,
-) -> list[TrueOutcome]:
+) -> list[OutcomeT]:
     """One type's GP-BO over the index of its configurations; returns the distinct outcomes measured."""
     import optuna as opt
 
     if quota >= len(configs):
         # The quota covers every configuration of this type: nothing to search, measure them all.
         return [judge(c) for c in configs]
-    seen: dict[int, TrueOutcome] = {}
+    seen: dict[int, OutcomeT] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", opt.exceptions.ExperimentalWarning)
         sampler = opt.samplers.GPSampler(

@@ -12,7 +12,7 @@ normalisation, activation and pooling are left out unless ``include_memory_bound
 
 This module takes the per-op counts of a profile (never its times) and returns an analytical
 :class:`~srifty.compute.profile.Profile` for a GPU. Paleo has no variance model, so the profile's spread
-is zero. Its allreduce model is :class:`srifty.compute.paleo_net.PaleoBandwidthModel`. Pure numpy.
+is zero. Its allreduce model is :class:`srifty.plan.methods.paleo_net.PaleoBandwidthModel`. Pure numpy.
 """
 
 from __future__ import annotations

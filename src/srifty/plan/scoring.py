@@ -1,0 +1,114 @@
+"""Scoring: a configuration's job time, cost and constraint checks from its iteration time.
+
+One function, :func:`job_time_cost`, turns a mean iteration time into job time, cost and violated
+constraints; the planner scores predictions with it (:func:`score`) and the evaluation scores the emulated
+cloud's truth with it. :func:`objective` and :func:`preference` order anything that has a time, a cost and
+violations (a predicted :class:`Scored` or a true outcome) by the job's goal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from srifty.plan.predict import Estimate
+from srifty.plan.problem import PlanProblem
+from srifty.vocab import Config
+
+
+class Outcome(Protocol):
+    """A configuration with a job time, a cost and the constraints it breaks (predicted or true)."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def time_s(self) -> float: ...
+
+    @property
+    def cost_usd(self) -> float: ...
+
+    @property
+    def violations(self) -> tuple[str, ...]: ...
+
+    @property
+    def feasible(self) -> bool: ...
+
+
+OutcomeT = TypeVar("OutcomeT", bound=Outcome)
+
+
+def job_time_cost(problem: PlanProblem, config: Config, iter_mean_s: float) -> tuple[float, float, tuple[str, ...]]:
+    """``(job time s, cost USD, violated constraints)`` of ``config`` at a mean iteration time.
+
+    Job time is ``N·t_iter + overhead``; cost is the configuration's price for that time; the violations
+    are ``"deadline"`` and ``"budget"``, where the problem has them.
+    """
+    time_s = problem.job_time_s(iter_mean_s)
+    cost = problem.cost_usd(config.price_usd_per_hour(), time_s)
+    violations = []
+    if problem.deadline_s is not None and time_s > problem.deadline_s:
+        violations.append("deadline")
+    if problem.budget_usd is not None and cost > problem.budget_usd:
+        violations.append("budget")
+    return time_s, cost, tuple(violations)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A configuration with its predicted job time, cost and constraint checks."""
+
+    config: Config
+    estimate: Estimate
+    time_s: float
+    cost_usd: float
+    price_usd_per_hour: float
+    p_meet_deadline: float | None
+    violations: tuple[str, ...] = field(default=())
+
+    @property
+    def feasible(self) -> bool:
+        """Meets every given constraint (as predicted)."""
+        return not self.violations
+
+    @property
+    def throughput_samples_per_s(self) -> float:
+        """Global batch per mean iteration."""
+        return self.config.global_batch / self.estimate.iter_mean_s
+
+
+def score(problem: PlanProblem, config: Config, estimate: Estimate) -> Scored:
+    """Job time, cost, deadline probability and violated constraints of ``config`` as predicted."""
+    time_s, cost, violations = job_time_cost(problem, config, estimate.iter_mean_s)
+    p_deadline = None if problem.deadline_s is None else deadline_probability(problem, estimate)
+    return Scored(config, estimate, time_s, cost, config.price_usd_per_hour(), p_deadline, violations)
+
+
+def deadline_probability(problem: PlanProblem, estimate: Estimate) -> float:
+    """P(job time ≤ deadline) from the per-iteration spread: the sum of N independent iterations is
+    normal with mean ``N·μ`` and standard deviation ``√N·σ`` (central limit theorem)."""
+    if problem.deadline_s is None:
+        return 1.0
+    slack = problem.deadline_s - problem.job_time_s(estimate.iter_mean_s)
+    spread = math.sqrt(problem.iterations) * estimate.iter_std_s
+    if spread <= 0:
+        return 1.0 if slack >= 0 else 0.0
+    return 0.5 * (1.0 + math.erf(slack / (spread * math.sqrt(2.0))))
+
+
+def objective(goal: str, outcome: Outcome) -> tuple[float, float]:
+    """Sort key, smaller is better: (time, cost) for ``min_time``; (cost, time) for ``min_cost``."""
+    return (outcome.time_s, outcome.cost_usd) if goal == "min_time" else (outcome.cost_usd, outcome.time_s)
+
+
+def preference(goal: str, outcome: Outcome) -> tuple[float, float, str]:
+    """:func:`objective`, ties broken by the configuration's notation (for determinism)."""
+    return (*objective(goal, outcome), outcome.config.notation())
+
+
+def best_of(goal: str, outcomes: Sequence[OutcomeT]) -> OutcomeT | None:
+    """The best feasible outcome by the goal, or ``None`` when none is feasible."""
+    feasible = [o for o in outcomes if o.feasible]
+    return min(feasible, key=lambda o: preference(goal, o)) if feasible else None

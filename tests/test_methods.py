@@ -1,0 +1,73 @@
+"""The methods' registry: every method says how it predicts and searches, and the planner and CLI read it."""
+
+from __future__ import annotations
+
+import pytest
+
+from srifty.catalog import InstanceType, load_catalog
+from srifty.errors import SpecError
+from srifty.plan import METHODS, build_problem, get_method, make_plan, planning_methods
+from srifty.spec import spec_from_mapping
+from tests.conftest import REPO
+from tests.test_planner import latency_ms, predictor, problem
+
+
+def test_every_method_describes_how_it_predicts_and_searches() -> None:
+    assert set(METHODS) >= {"srifty", "apm", "paleo", "cgf", "fgf", "oracle_bo", "srifty_all_batches"}
+    for name, method in METHODS.items():
+        assert method.name == name and method.label
+        for words in (method.compute_model, method.network_model, method.iteration_model, method.search):
+            assert words.strip()
+        # Exactly one way to search: from a model (with a predictor) or on a ground truth.
+        assert (method.plan_search is None) != (method.truth_search is None)
+        assert (method.predictor is not None) == (method.plan_search is not None)
+
+
+def test_only_the_greedy_heuristics_ignore_the_constraints() -> None:
+    assert {n for n, m in METHODS.items() if not m.honours_constraints} == {"cgf", "fgf"}
+
+
+def test_methods_that_measure_on_a_truth_do_not_plan() -> None:
+    assert "oracle_bo" not in planning_methods() and get_method("oracle_bo").needs_truth
+    with pytest.raises(SpecError, match="ground truth"):
+        make_plan(problem({"t4.1": 4}, 64), predictor(), latency_ms, method="oracle_bo")
+
+
+def test_an_unknown_method_names_the_known_ones() -> None:
+    with pytest.raises(SpecError, match=r"Did you mean 'apm'.*srifty, apm"):
+        get_method("amp")
+
+
+class Limits:
+    """Every type holds batch 256; the knee sits at 16."""
+
+    def max_batch(self, instance: InstanceType) -> int:
+        return 256
+
+    def knee_batch(self, instance: InstanceType) -> int:
+        return 16
+
+
+def test_one_problem_builder_applies_each_methods_batch_policy() -> None:
+    spec = spec_from_mapping(
+        {
+            "model": "resnet50",
+            "global_batch": 512,
+            "iterations": 10,
+            "goal": "min_time",
+            "region": "us-east-1",
+            "candidates": [{"instance_type": "g4dn.12xlarge", "market": "spot", "quota": 4}],
+        }
+    )
+    catalog = load_catalog()
+    knee = build_problem(spec, catalog, Limits(), get_method("srifty").batch_policy)
+    every = build_problem(spec, catalog, Limits(), get_method("srifty_all_batches").batch_policy)
+    assert knee.candidates[0].batches == (16, 32, 64, 128)  # 512 / 4 GPUs per VM caps it at 128
+    assert every.candidates[0].batches == (1, 2, 4, 8, 16, 32, 64, 128)
+    assert every.candidates[0].knee_batch == 1 and knee.overhead_s == every.overhead_s == 155.0
+
+
+def test_the_cli_takes_its_methods_from_the_registry(cli) -> None:  # type: ignore[no-untyped-def]
+    spec = str(REPO / "examples" / "case1-resnet50.yaml")
+    code, _, err = cli("plan", spec, "--method", "oracle_bo")
+    assert code == 2 and "must be one of srifty, apm" in err and "Traceback" not in err
