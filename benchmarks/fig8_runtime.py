@@ -1,6 +1,6 @@
 """The paper's Figure 8 on the EMULATED cloud: a spot reclaim at iteration 200, re-plan, finish by the deadline.
 
-Runs ``examples/fig8-preemption.yaml`` through :func:`srifty.runtime.emulated.run_emulated_job` (the same code
+Runs ``examples/fig8-preemption.yaml`` through :func:`srifty.evaluate.scenario.run_scenario` (the same code
 as ``srifty run examples/fig8-preemption.yaml --emulated``) for several seeds of the emulated cloud, and writes
 BENCHMARKS.md ("Re-planning after a preemption (Figure 8)"). Emulated clock: nothing is trained.
 
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import ROOT, machine_description, write_section
-from srifty.runtime.emulated import run_emulated_job
+from srifty.evaluate.scenario import run_scenario
 from srifty.spec import load_spec
 
 SPEC = ROOT / "examples" / "fig8-preemption.yaml"
@@ -34,7 +34,7 @@ def main() -> None:
     for seed in args.seeds:
         spec = base.model_copy(update={"emulation": base.emulation.model_copy(update={"seed": seed})})
         with tempfile.TemporaryDirectory() as folder:
-            outcome = run_emulated_job(spec, Path(folder))
+            outcome = run_scenario(spec, Path(folder))
             decisions = [json.loads(line) for line in (Path(folder) / "decisions.jsonl").read_text().splitlines()]
         switch = next((d for d in decisions if d["action"] in ("switch", "no_alternative")), None)
         preempted_s = next(e["time_s"] for e in outcome.timeline if e["event"] == "preempted")

@@ -12,7 +12,8 @@ HEAVY = ("torch", "xgboost", "torchvision", "transformers", "optuna")
 
 @pytest.mark.parametrize(
     "module",
-    ["srifty", "srifty.catalog", "srifty.spec", "srifty.cli.main", "srifty.cloud", "srifty.evaluate", "srifty.report"],
+    ["srifty", "srifty.catalog", "srifty.spec", "srifty.cli.main", "srifty.cloud", "srifty.evaluate", "srifty.report"]
+    + ["srifty.vocab", "srifty.plan", "srifty.runtime"],
 )
 def test_import_is_light(module: str) -> None:
     code = f"import sys, {module}\nheavy = [m for m in {HEAVY!r} if m in sys.modules]\nprint(','.join(heavy))\n"

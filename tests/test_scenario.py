@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from srifty.runtime.emulated import run_emulated_job
+from srifty.evaluate.scenario import run_scenario
 from srifty.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 def test_figure8_replans_after_the_reclaim_and_meets_the_deadline(tmp_path: Path) -> None:
     spec = load_spec(FIG8)
-    outcome = run_emulated_job(spec, tmp_path)
+    outcome = run_scenario(spec, tmp_path)
 
     assert outcome.iterations == spec.iterations == 400
     assert outcome.met_deadline is True
@@ -54,8 +54,8 @@ def test_figure8_replans_after_the_reclaim_and_meets_the_deadline(tmp_path: Path
 
 def test_emulated_run_is_seeded(tmp_path: Path) -> None:
     spec = load_spec(FIG8)
-    a = run_emulated_job(spec, tmp_path / "a")
-    b = run_emulated_job(spec, tmp_path / "b")
+    a = run_scenario(spec, tmp_path / "a")
+    b = run_scenario(spec, tmp_path / "b")
     assert a.finished_s == b.finished_s and a.configs == b.configs and a.cost_usd == b.cost_usd
 
 

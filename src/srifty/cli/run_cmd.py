@@ -12,6 +12,30 @@ from srifty.cli.console import out
 from srifty.errors import SpecError
 
 
+def show_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None) -> None:
+    """``--emulated``: replay the spec's scenario on the emulated cloud and print what happened."""
+    from srifty.evaluate.scenario import run_scenario
+    from srifty.spec import load_spec
+
+    if plan_path is not None:
+        raise SpecError("--emulated plans on the emulated cloud itself; drop --plan")
+    outcome = run_scenario(load_spec(spec_path), run_dir)
+    table = Table(title="emulated run (EMULATED cloud, emulated clock)")
+    for column in ("time s", "iteration", "event"):
+        table.add_column(column)
+    for e in outcome.timeline:
+        if e["event"] != "iteration":
+            detail = {k: v for k, v in e.items() if k not in ("time_s", "iteration", "event")}
+            table.add_row(str(e["time_s"]), str(e["iteration"]), f"{e['event']} {detail}")
+    out.print(table)
+    verdict = {True: "met", False: "MISSED", None: "none given"}[outcome.met_deadline]
+    out.print(
+        f"finished {outcome.iterations} iterations at {outcome.finished_s:.0f} s (deadline {verdict}), "
+        f"cost ${outcome.cost_usd:.2f}; configurations: {' → '.join(outcome.configs)}"
+    )
+    out.print(f"timeline: {run_dir / 'timeline.json'}; decisions: {run_dir / 'decisions.jsonl'}")
+
+
 def run_command(
     ctx: typer.Context,
     spec_path: Annotated[Path, typer.Argument(help="Job spec YAML.")],
@@ -37,9 +61,7 @@ def run_command(
     Give the training command after `--`, e.g. `srifty run job.yaml -- python examples/train_tiny.py`.
     """
     if emulated:
-        from srifty.runtime.emulated import run_emulated_scenario
-
-        run_emulated_scenario(spec_path, run_dir, plan_path)
+        show_scenario(spec_path, run_dir, plan_path)
         return
     command = list(ctx.args)
     if not command:

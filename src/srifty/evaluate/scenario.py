@@ -1,13 +1,14 @@
-"""``srifty run --emulated``: a job on srifty's EMULATED cloud, on an emulated clock (paper, Figure 8).
+"""Scenario replay: ``srifty run --emulated`` runs a job on srifty's EMULATED cloud, on an emulated clock
+(paper, Figure 8), to judge the runtime's decisions.
 
 srifty learns the cloud as it would a real one (profiles each GPU type with 4 probes, grid-probes the
 network, fits its bandwidth model; :mod:`srifty.evaluate.learn`), plans, and the job then "runs": VMs
 take the cloud's launch time, every iteration takes the cloud's true time for the configuration and its
 placement, the spec's injected reclaims (and, optionally, the cloud's own spot process) take VMs away.
-The :class:`~srifty.runtime.controller.Controller` sees only finished iterations and events, as it would in
-a real run. After a reclaim, training resumes from the last checkpoint once the new VMs are up and the
-checkpoint is restored (whichever takes longer, as the paper overlaps them). VMs bill from the moment
-they are requested. Nothing here is a measurement of a real cloud.
+The runtime's :class:`~srifty.runtime.controller.Controller` (the real one) sees only finished iterations
+and events, as it would in a real run. After a reclaim, training resumes from the last checkpoint once the
+new VMs are up and the checkpoint is restored (whichever takes longer, as the paper overlaps them). VMs bill
+from the moment they are requested. Nothing here is a measurement of a real cloud.
 """
 
 from __future__ import annotations
@@ -15,28 +16,27 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import load_catalog
+from srifty.cloud import EmulatedCloud, named_rng
+from srifty.compute import Profile
+from srifty.compute.bundled import bundled_profiles_for
 from srifty.errors import SpecError
+from srifty.evaluate.learn import learn_network, profile_gpus
 from srifty.plan.api import plan_job, require_global_batch, spec_config
 from srifty.plan.inputs import PlanInputs
 from srifty.plan.result import Plan
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import DecisionLog
 from srifty.runtime.local import checkpoint_interval_iters
-from srifty.spec import JobSpec, load_spec
+from srifty.spec import JobSpec
 from srifty.vocab import Config
-
-if TYPE_CHECKING:
-    from srifty.cloud import EmulatedCloud
-    from srifty.compute import Profile
 
 
 @dataclass
-class EmulatedOutcome:
-    """How the emulated job went (emulated seconds and dollars)."""
+class ScenarioOutcome:
+    """How the scenario went (emulated seconds and dollars)."""
 
     finished_s: float
     cost_usd: float
@@ -49,8 +49,6 @@ class EmulatedOutcome:
 
 def learned_inputs(spec: JobSpec, cloud: EmulatedCloud, seed: int) -> PlanInputs:
     """srifty's knowledge of the emulated cloud: measured profiles per GPU and a fitted bandwidth model."""
-    from srifty.evaluate.learn import learn_network, profile_gpus
-
     types = [c.instance_type for c in spec.candidates]
     model = spec.model.name or ""
     profiles = profile_gpus(cloud, model, types, seed)
@@ -59,11 +57,8 @@ def learned_inputs(spec: JobSpec, cloud: EmulatedCloud, seed: int) -> PlanInputs
     return PlanInputs(profiles, sources, knowledge.bandwidth_model, "fitted on EMULATED-cloud probes")
 
 
-def run_emulated_job(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profile]] | None = None) -> EmulatedOutcome:
-    """Run ``spec`` on the emulated cloud (see the module docstring)."""
-    from srifty.cloud import EmulatedCloud, named_rng
-    from srifty.compute.bundled import bundled_profiles_for
-
+def run_scenario(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profile]] | None = None) -> ScenarioOutcome:
+    """Run ``spec``'s scenario on the emulated cloud (see the module docstring)."""
     emulation = spec.emulation
     if emulation is None:
         raise SpecError("--emulated needs an `emulation:` section in the spec (at least `seed: 0`)")
@@ -164,7 +159,7 @@ def run_emulated_job(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profi
     cost = controller.cost_so_far_usd(now)
     event(now, "finished", config=config.notation(), cost_usd=round(cost, 4))
     atomic_write_text(run_dir / "timeline.json", json.dumps(timeline, indent=1))
-    outcome = EmulatedOutcome(
+    outcome = ScenarioOutcome(
         finished_s=now,
         cost_usd=cost,
         iterations=controller.iteration,
@@ -175,30 +170,4 @@ def run_emulated_job(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profi
     )
     summary = {k: v for k, v in outcome.__dict__.items() if k != "timeline"}
     atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1))
-    return outcome
-
-
-def run_emulated_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None = None) -> EmulatedOutcome:
-    """CLI entry: run the spec's emulated scenario and print what happened."""
-    from rich.table import Table
-
-    from srifty.cli.console import out
-
-    if plan_path is not None:
-        raise SpecError("--emulated plans on the emulated cloud itself; drop --plan")
-    outcome = run_emulated_job(load_spec(spec_path), run_dir)
-    table = Table(title="emulated run (EMULATED cloud, emulated clock)")
-    for column in ("time s", "iteration", "event"):
-        table.add_column(column)
-    for e in outcome.timeline:
-        if e["event"] != "iteration":
-            detail = {k: v for k, v in e.items() if k not in ("time_s", "iteration", "event")}
-            table.add_row(str(e["time_s"]), str(e["iteration"]), f"{e['event']} {detail}")
-    out.print(table)
-    verdict = {True: "met", False: "MISSED", None: "none given"}[outcome.met_deadline]
-    out.print(
-        f"finished {outcome.iterations} iterations at {outcome.finished_s:.0f} s (deadline {verdict}), "
-        f"cost ${outcome.cost_usd:.2f}; configurations: {' → '.join(outcome.configs)}"
-    )
-    out.print(f"timeline: {run_dir / 'timeline.json'}; decisions: {run_dir / 'decisions.jsonl'}")
     return outcome

@@ -15,11 +15,11 @@ from srifty.spec.model import (
     FIELD_EXPECTATIONS,
     REQUIRED_EXAMPLES,
     CandidateSpec,
-    EmulationSpec,
     JobSpec,
     ModelSpec,
     OverheadSpec,
     PreemptionSpec,
+    ScenarioSpec,
 )
 
 _MODELS_BY_PATH: dict[str, type[BaseModel]] = {
@@ -27,7 +27,7 @@ _MODELS_BY_PATH: dict[str, type[BaseModel]] = {
     "model": ModelSpec,
     "overheads": OverheadSpec,
     "candidates": CandidateSpec,
-    "emulation": EmulationSpec,
+    "emulation": ScenarioSpec,
     "emulation.preemptions": PreemptionSpec,
 }
 

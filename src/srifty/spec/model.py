@@ -80,8 +80,9 @@ class PreemptionSpec(_Strict):
     count: PositiveInt = 1
 
 
-class EmulationSpec(_Strict):
-    """Settings used only by ``srifty run --emulated`` (the emulated cloud; ignored by planning).
+class ScenarioSpec(_Strict):
+    """The spec's ``emulation:`` section: a scenario replayed on the emulated cloud by ``srifty run --emulated``
+    (:mod:`srifty.evaluate.scenario`); ignored by planning.
 
     ``start_config`` fixes the configuration the scenario starts on (paper notation); without it the
     scenario starts on srifty's plan. ``preemptions`` are injected reclaims; ``spot_process`` adds the
@@ -113,7 +114,7 @@ class JobSpec(_Strict):
     overheads: OverheadSpec = OverheadSpec()
     network_model: Path | None = None
     seed: int = 0
-    emulation: EmulationSpec | None = None
+    emulation: ScenarioSpec | None = None
 
     @field_validator("model", mode="before")
     @classmethod
