@@ -17,7 +17,7 @@ def line(alpha_ms: float, beta_ms: float) -> LatencyModel:
 
 def synthetic_profile(
     fw: tuple[float, float] = (1.0, 2.0),
-    bw: tuple[float, float] = (2.0, 4.0),
+    bwd: tuple[float, float] = (2.0, 4.0),
     step: tuple[float, float] = (0.0, 1.0),
     cv: float = 0.0,
     param_mib: tuple[float, ...] = (4.0, 4.0, 8.0, 8.0),
@@ -39,8 +39,8 @@ def synthetic_profile(
         ParamInfo(f"p{i}", int(m * 2**18), int(m * 2**20), "float32", (n - i) / n) for i, m in enumerate(param_mib)
     )
     order = tuple(range(n - 1, -1, -1))
-    models = {"fw": line(*fw), "bw": line(*bw), "step": line(*step)}
-    models["iter"] = line(fw[0] + bw[0] + step[0], fw[1] + bw[1] + step[1])
+    models = {"fw": line(*fw), "bw": line(*bwd), "step": line(*step)}
+    models["iter"] = line(fw[0] + bwd[0] + step[0], fw[1] + bwd[1] + step[1])
     samples = []
     for batch in (8, 64):
         jitter = np.array([1 - cv, 1 + cv])
@@ -195,7 +195,7 @@ def cloud_source_profile(
     return synthetic_profile(
         bucket_cap_mb=bucket_cap_mb,
         fw=(1.0, 2.0),
-        bw=(2.0, 4.0),
+        bwd=(2.0, 4.0),
         step=(0.01, 1.0),
         cv=0.02,
         param_mib=param_mib,

@@ -30,8 +30,8 @@ def synth_probes(
                 for k in (1, 2):
                     for s in SIZES_BYTES:
                         for r in range(repeats):
-                            bw = gbps_to_bytes_per_s(rated) * factor / k
-                            t = 2 * (n - 1) * hop_latency_s + 2 * (n - 1) / n * s / bw
+                            link_bytes_per_s = gbps_to_bytes_per_s(rated) * factor / k
+                            t = 2 * (n - 1) * hop_latency_s + 2 * (n - 1) / n * s / link_bytes_per_s
                             t *= rng.lognormal(0.0, 0.03)
                             rows.append(
                                 {

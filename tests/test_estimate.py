@@ -32,7 +32,7 @@ CPU_PEAKS = (1.5e11, 1.5e10)
 def t4_profile(**kwargs):  # type: ignore[no-untyped-def]
     """A profile measured on a T4 whose op times sit on the T4's roofline."""
     return synthetic_profile(
-        fw=(1.0, 2.0), bw=(2.0, 1.0), step=(0.0, 0.5), gpu="T4", work=synthetic_work(step_ms=0.5), **kwargs
+        fw=(1.0, 2.0), bwd=(2.0, 1.0), step=(0.0, 0.5), gpu="T4", work=synthetic_work(step_ms=0.5), **kwargs
     )
 
 

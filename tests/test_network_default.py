@@ -1,4 +1,4 @@
-"""The embedded default: a probe set measured on the emulated testbed and the model fitted on it."""
+"""The embedded default: a probe set measured on the network testbed and the model fitted on it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The emulated testbed for real (root, iproute2): up, shaped links, status, launch, down after a crash.
+"""The network testbed for real (root, iproute2): up, shaped links, status, launch, down after a crash.
 
 These tests skip where the machine cannot run them (not root, or no ``ip``/``tc``); CI runs as root.
 """

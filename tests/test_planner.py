@@ -12,8 +12,8 @@ from srifty.sim import SimOptions, Simulator
 from tests.factories import ConstantBusBandwidth, instance, synthetic_profile
 
 PROFILES = {
-    "T4": synthetic_profile(fw=(1.0, 5.0), bw=(2.0, 8.0), step=(0.01, 2.0), cv=0.05, gpu="T4"),
-    "V100": synthetic_profile(fw=(0.4, 4.0), bw=(0.8, 6.0), step=(0.005, 1.5), cv=0.05, gpu="V100"),
+    "T4": synthetic_profile(fw=(1.0, 5.0), bwd=(2.0, 8.0), step=(0.01, 2.0), cv=0.05, gpu="T4"),
+    "V100": synthetic_profile(fw=(0.4, 4.0), bwd=(0.8, 6.0), step=(0.005, 1.5), cv=0.05, gpu="V100"),
 }
 TYPES = {
     "t4.1": instance("t4.1", gpu="T4", gpus=1, price=0.5),

@@ -43,12 +43,12 @@ def test_iteration_is_at_least_compute_and_deterministic(cv, counts, batches, bu
         config, np.random.default_rng(seed)
     )
     assert a == b
-    assert a.iter_mean_s >= a.fw_mean_s + a.bw_mean_s + a.step_mean_s - 1e-12
+    assert a.iter_mean_s >= a.fw_mean_s + a.bwd_mean_s + a.step_mean_s - 1e-12
     assert a.iter_p5_s <= a.iter_p50_s <= a.iter_p95_s
 
 
 def test_slowest_vm_dominates() -> None:
-    fast, slow = synthetic_profile(bw=(1.0, 1.0), gpu="A10G"), synthetic_profile(bw=(10.0, 1.0), gpu="T4")
+    fast, slow = synthetic_profile(bwd=(1.0, 1.0), gpu="A10G"), synthetic_profile(bwd=(10.0, 1.0), gpu="T4")
     profiles = {"A10G": fast, "T4": slow}
     a10 = instance("fast.vm", gpu="A10G")
     t4 = instance("slow.vm", gpu="T4")
@@ -65,7 +65,7 @@ def test_more_vms_make_the_straggler_slower() -> None:
     t4 = instance()
     few = simulate(make_config([(t4, 1, 64)]), {"T4": profile}, FAST_NET, iters=2000, rng=3)
     many = simulate(make_config([(t4, 32, 64)]), {"T4": profile}, FAST_NET, iters=2000, rng=3)
-    assert many.fw_mean_s + many.bw_mean_s > 1.05 * (few.fw_mean_s + few.bw_mean_s)
+    assert many.fw_mean_s + many.bwd_mean_s > 1.05 * (few.fw_mean_s + few.bwd_mean_s)
 
 
 def test_slow_network_exposes_communication() -> None:

@@ -145,7 +145,7 @@ def _exit_on_sigterm() -> None:
 
 
 testbed_app = typer.Typer(
-    help="An emulated multi-host testbed on this machine (network namespaces, tc-shaped links). Needs root.",
+    help="A multi-host network testbed on this machine (network namespaces, tc-shaped links). Needs root.",
     no_args_is_help=True,
 )
 

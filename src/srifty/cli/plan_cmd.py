@@ -203,7 +203,7 @@ def simulate_command(
             f"{r.iter_p5_s * ms:,.2f} / {r.iter_p50_s * ms:,.2f} / {r.iter_p95_s * ms:,.2f} ms",
         ),
         ("forward (slowest VM)", f"{r.fw_mean_s * ms:,.2f} ms"),
-        ("backward (slowest VM)", f"{r.bw_mean_s * ms:,.2f} ms"),
+        ("backward (slowest VM)", f"{r.bwd_mean_s * ms:,.2f} ms"),
         ("optimizer step", f"{r.step_mean_s * ms:,.2f} ms"),
         ("parameter exchange end t_pe", f"{r.pe_mean_s * ms:,.2f} ms after backward starts"),
         ("communication not hidden", f"{r.comm_exposed_mean_s * ms:,.2f} ms"),

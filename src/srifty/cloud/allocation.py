@@ -74,11 +74,11 @@ def draw_group(seed: int, key: str, count: int, params: CloudParams) -> GroupDra
     """Per-VM factors of ``count`` VMs of group ``key``; the first ``k`` VMs do not depend on ``count``."""
     clip = params.compute_clip
     spatial = _stream(seed, key, 0).normal(1.0, params.compute_spatial_sigma, size=count)
-    link = 1.0 - _stream(seed, key, 1).exponential(params.host_bw_exp_scale, size=count)
+    link = 1.0 - _stream(seed, key, 1).exponential(params.host_link_exp_scale, size=count)
     return GroupDraw(
         key=key,
         spatial_factor=np.clip(spatial, 1.0 - clip, 1.0 + clip),
-        link_factor=np.maximum(link, params.host_bw_min),
+        link_factor=np.maximum(link, params.host_link_min),
     )
 
 
@@ -89,8 +89,8 @@ def draw_allocation(config: Config, rng: np.random.Generator, params: CloudParam
     median latency times ``LogNormal(0, σ)`` (see :class:`~srifty.cloud.params.CloudParams`).
     """
     seed = int(rng.integers(0, 2**63 - 1))
-    a, b = params.allocation_bw_beta
-    bandwidth = params.allocation_bw_min + (1.0 - params.allocation_bw_min) * float(rng.beta(a, b))
+    a, b = params.allocation_bandwidth_beta
+    bandwidth = params.allocation_bandwidth_min + (1.0 - params.allocation_bandwidth_min) * float(rng.beta(a, b))
     latency = params.hop_latency_s * float(rng.lognormal(0.0, params.allocation_latency_sigma))
     groups = tuple(draw_group(seed, group_key(g), g.count, params) for g in config.groups)
     return Allocation(f"emu-{seed:016x}", seed, bandwidth, latency, groups)

@@ -42,7 +42,7 @@ class GroupCompute:
     key: str
     count: int
     fw_s: float
-    bw_s: float
+    bwd_s: float
     step_s: float
     truth: ComputeTruth
 
@@ -51,8 +51,8 @@ def group_computes(config: Config, truths: Sequence[ComputeTruth]) -> tuple[Grou
     """Mean phase times of each group of ``config``; ``truths[i]`` is the truth of group ``i``'s GPU."""
     out = []
     for group, truth in zip(config.groups, truths, strict=True):
-        fw, bw, st = (float(truth.mean_ms(p, group.local_batch)[()]) * MS for p in ("fw", "bw", "step"))
-        out.append(GroupCompute(group_key(group), group.count, fw, bw, st, truth))
+        fw, bwd, st = (float(truth.mean_ms(p, group.local_batch)[()]) * MS for p in ("fw", "bw", "step"))
+        out.append(GroupCompute(group_key(group), group.count, fw, bwd, st, truth))
     return tuple(out)
 
 
@@ -89,13 +89,13 @@ def iteration_times_s(
         temporal = g.truth.temporal_factors(_stream(base, zlib.crc32(g.key.encode()), 2), (g.count, iters))
         x_max[:, j] = np.max(spatial[:, None] * temporal, axis=0)
     fw = np.array([g.fw_s for g in groups])
-    bw = np.array([g.bw_s for g in groups])
+    bwd = np.array([g.bwd_s for g in groups])
     step = np.array([g.step_s for g in groups])
-    compute_end = np.max(x_max * (fw + bw + step), axis=1)
+    compute_end = np.max(x_max * (fw + bwd + step), axis=1)
     if setup is None or len(bucket_bytes) == 0:
         return compute_end
     latency_s, data_s = allreduce_phases_s(bucket_bytes, setup, params)
-    ready = np.max(x_max[:, :, None] * (fw[:, None] + bucket_start_frac[None, :] * bw[:, None]), axis=1)
+    ready = np.max(x_max[:, :, None] * (fw[:, None] + bucket_start_frac[None, :] * bwd[:, None]), axis=1)
     noise = _stream(base, 3).lognormal(0.0, params.network_temporal_sigma, size=iters)
     t_pe = drain_time_s(ready + latency_s[None, :], data_s[None, :] * noise[:, None])
     step_max = np.max(x_max * step, axis=1)

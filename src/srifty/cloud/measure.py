@@ -59,12 +59,12 @@ def measure_profile(
 
     def measure(batch: int) -> float:
         x = spatial_factor * truth.temporal_factors(rng, (timed_iters,))
-        fw, bw, st = (truth.mean_ms(p, batch)[()] * x for p in ("fw", "bw", "step"))
-        it = fw + bw + st
+        fw, bwd, st = (truth.mean_ms(p, batch)[()] * x for p in ("fw", "bw", "step"))
+        it = fw + bwd + st
         samples[batch] = PhaseSamples(
             batch,
             tuple(float(v) for v in fw),
-            tuple(float(v) for v in bw),
+            tuple(float(v) for v in bwd),
             tuple(float(v) for v in st),
             tuple(float(v) for v in it),
             source.memory.peak_bytes(batch),
@@ -90,34 +90,21 @@ def measure_profile(
         mem_bw_bytes_per_s=spec.mem_bw_bytes_per_s,
         peaks_source="datasheet",
     )
-    return Profile(
-        model=source.model,
-        model_kind=source.model_kind,
-        input_description=source.input_description,
-        precision=source.precision,
-        optimizer=source.optimizer,
-        n_params=source.n_params,
-        param_bytes=source.param_bytes,
+    return source.derive(
         device=device,
         samples=tuple(samples[b] for b in batches),
         latency=latency,
-        memory=source.memory,
         memory_points=tuple((b, float(samples[b].peak_bytes or 0.0)) for b in batches),
         max_batch=max_batch,
         max_batch_limited_by="max_batch_cap" if max_batch == cap else "gpu_memory",
-        params=source.params,
-        ready_order=source.ready_order,
-        timeline_batch=source.timeline_batch,
-        bucket_cap_mb=source.bucket_cap_mb,
-        buckets=source.buckets,
         warmup_iters=0,
         timed_iters=timed_iters,
         timing_method="emulated cloud: true per-iteration times of one VM",
         created_at=dt.datetime.fromtimestamp(EMULATED_EPOCH_S, dt.UTC).isoformat(timespec="seconds"),
         srifty_version=__version__,
         notes=f"EMULATED: measured on {label}, not on real hardware",
-        extra={**dict(source.extra), "emulated_cloud": label, "instance_type": instance.name},
         work=None if source.work is None else source.work.without_times(),
+        extra={**dict(source.extra), "emulated_cloud": label, "instance_type": instance.name},
     )
 
 

@@ -56,10 +56,10 @@ class CloudParams:
         compute_clip: both factors are clipped to ``1 ± compute_clip``.
         hidden_compute_range: the per-GPU-type factor on estimated latency is uniform in this range.
         network_efficiency_range: the per-type achieved/rated network bandwidth is uniform in this range.
-        allocation_bw_beta: ``(a, b)`` of the Beta draw of the allocation-wide bandwidth factor.
-        allocation_bw_min: that factor is ``min + (1 − min) · Beta(a, b)``.
-        host_bw_exp_scale: a host's link factor is ``1 − Exp(scale)``, at least ``host_bw_min``.
-        host_bw_min: floor of the per-host link factor.
+        allocation_bandwidth_beta: ``(a, b)`` of the Beta draw of the allocation-wide bandwidth factor.
+        allocation_bandwidth_min: that factor is ``min + (1 − min) · Beta(a, b)``.
+        host_link_exp_scale: a host's link factor is ``1 − Exp(scale)``, at least ``host_link_min``.
+        host_link_min: floor of the per-host link factor.
         hop_latency_s: median one-hop latency between VMs (TCP through the hypervisor).
         allocation_latency_sigma: log-normal σ of the allocation-wide latency factor.
         default_network_gbps: rated link assumed where the catalog has none.
@@ -83,10 +83,10 @@ class CloudParams:
     compute_clip: float = 0.045
     hidden_compute_range: tuple[float, float] = (0.85, 1.15)
     network_efficiency_range: tuple[float, float] = (0.45, 0.85)
-    allocation_bw_beta: tuple[float, float] = (2.0, 1.2)
-    allocation_bw_min: float = 0.5
-    host_bw_exp_scale: float = 0.03
-    host_bw_min: float = 0.6
+    allocation_bandwidth_beta: tuple[float, float] = (2.0, 1.2)
+    allocation_bandwidth_min: float = 0.5
+    host_link_exp_scale: float = 0.03
+    host_link_min: float = 0.6
     hop_latency_s: float = 30e-6
     allocation_latency_sigma: float = 0.11
     default_network_gbps: float = 10.0

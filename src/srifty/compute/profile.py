@@ -25,6 +25,8 @@ from srifty.errors import ProfileError
 
 PROFILE_KIND = "profile"
 PROFILE_SCHEMA_VERSION = 2
+#: Phase keys as profile files store them: ``fw`` (forward and loss), ``bw`` (backward), ``step`` (optimizer
+#: step), ``iter`` (the whole iteration). Code names backward quantities ``*_bwd`` (``bw`` elsewhere is bandwidth).
 PHASES: tuple[str, ...] = ("fw", "bw", "step", "iter")
 Phase = Literal["fw", "bw", "step", "iter"]
 
@@ -242,6 +244,57 @@ class Profile:
     def with_changes(self, **changes: Any) -> Profile:
         """A copy with some fields replaced."""
         return replace(self, **changes)
+
+    def derive(
+        self,
+        *,
+        device: DeviceInfo,
+        samples: tuple[PhaseSamples, ...],
+        latency: Mapping[str, LatencyModel],
+        memory_points: tuple[tuple[int, float], ...],
+        max_batch: int,
+        max_batch_limited_by: str,
+        warmup_iters: int,
+        timed_iters: int,
+        timing_method: str,
+        created_at: str,
+        srifty_version: str,
+        notes: str,
+        work: OpWork | None,
+        extra: Mapping[str, Any] | None = None,
+        estimated_from: str | None = None,
+        spread_scale: float = 1.0,
+        estimate: EstimateInfo | None = None,
+        spread_points: tuple[SpreadPoint, ...] = (),
+    ) -> Profile:
+        """This model's profile on another device (estimated for it, or measured there), as a new value.
+
+        What belongs to the model and its training set-up is kept: its names, precision, optimizer,
+        parameter counts, memory model, gradient timeline and DDP buckets, and ``extra`` unless given.
+        Everything that belongs to a device must be given, so nothing measured on this one is carried
+        over by accident.
+        """
+        return replace(
+            self,
+            device=device,
+            samples=samples,
+            latency=latency,
+            memory_points=memory_points,
+            max_batch=max_batch,
+            max_batch_limited_by=max_batch_limited_by,
+            warmup_iters=warmup_iters,
+            timed_iters=timed_iters,
+            timing_method=timing_method,
+            created_at=created_at,
+            srifty_version=srifty_version,
+            notes=notes,
+            work=work,
+            extra=dict(self.extra if extra is None else extra),
+            estimated_from=estimated_from,
+            spread_scale=spread_scale,
+            estimate=estimate,
+            spread_points=spread_points,
+        )
 
     # ---- serialisation -------------------------------------------------------------------------
 

@@ -126,8 +126,8 @@ class _Trainer:
             self.optimizer.step()
             events[3].record()
             torch.cuda.synchronize(self.device)
-            fw, bw, st = (events[i].elapsed_time(events[i + 1]) for i in range(3))
-            return fw, bw, st, events[0].elapsed_time(events[3])
+            fw, bwd, st = (events[i].elapsed_time(events[i + 1]) for i in range(3))
+            return fw, bwd, st, events[0].elapsed_time(events[3])
         t0 = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
         loss = self.forward_loss(inputs, target)
@@ -303,8 +303,8 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
             if i >= options.warmup_iters:
                 rows.append(result)
             report("latency", len(samples) * (options.warmup_iters + options.timed_iters) + i + 1, total_iters)
-        fw, bw, st, it = (tuple(r[k] for r in rows) for k in range(4))
-        samples[batch] = PhaseSamples(batch, fw, bw, st, it, memory_points.get(batch))
+        fw, bwd, st, it = (tuple(r[k] for r in rows) for k in range(4))
+        samples[batch] = PhaseSamples(batch, fw, bwd, st, it, memory_points.get(batch))
         return samples[batch].robust_mean_ms("iter")
 
     candidates = default_candidates(max_batch)

@@ -1,4 +1,4 @@
-"""The embedded default probe set and bandwidth model, measured on the emulated testbed.
+"""The embedded default probe set and bandwidth model, measured on the network testbed.
 
 ``plan`` uses them when the user has no probes of their own. ``data/README.md`` says how, where and
 with which command they were measured; it is an emulation of cloud links on one machine, not a cloud
@@ -35,7 +35,7 @@ def default_probes_path() -> Path:
 
 
 def load_default_probes() -> pd.DataFrame:
-    """The embedded probe set: real gloo allreduce on the emulated testbed, in represented (cloud) units."""
+    """The embedded probe set: real gloo allreduce on the network testbed, in represented (cloud) units."""
     return read_probes(default_probes_path())
 
 

@@ -13,7 +13,7 @@ __all__ = ["NetModelError", "ProbeError", "ProbeTimeoutError", "TestbedError"]
 
 
 class TestbedError(SriftyError):
-    """The emulated testbed cannot be brought up, inspected or torn down (not root, no ``ip``/``tc``)."""
+    """The network testbed cannot be brought up, inspected or torn down (not root, no ``ip``/``tc``)."""
 
     __test__ = False  # not a pytest test class, despite the name
 

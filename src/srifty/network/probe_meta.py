@@ -1,7 +1,7 @@
 """What a probe row says about where it was measured: torchrun's layout, the instance and the allocation.
 
 On a real cluster the instance comes from the user's options (``--instance-type`` looks up the GPU and
-the rated network in the bundled catalog). On the emulated testbed the launcher points
+the rated network in the bundled catalog). On the network testbed the launcher points
 ``SRIFTY_TESTBED_STATE`` at the testbed's state file, and the row describes the *represented* instance
 family (its name, GPU, rated link), plus the shaped rate and scale that really applied. ``cpu`` is
 always the CPU that really ran the processes.

@@ -1,4 +1,4 @@
-"""The emulated multi-host testbed: N "hosts" on one machine, as Linux network namespaces.
+"""The network testbed: N "hosts" on one machine, as Linux network namespaces.
 
 **This is an emulation of cloud links on one machine, not a cloud.** Each host is a network namespace
 ``srifty-<name>-h<i>`` whose one interface (``sft0``, MTU 9000 like EC2's jumbo frames) is a veth pair

@@ -1,4 +1,4 @@
-"""The emulated testbed's allocation draw and its state file (pure: no ``ip`` or ``tc`` here).
+"""The network testbed's allocation draw and its state file (pure: no ``ip`` or ``tc`` here).
 
 An allocation stands for one draw of VM placement in a cloud. Each host's link runs at the represented
 family's rating divided by ``emulation_scale``, times a placement factor ``≤ 1`` (a VM never beats its

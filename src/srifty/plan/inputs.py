@@ -4,7 +4,7 @@ Profiles come, in order of preference, from the files the spec lists (``model.pr
 profiles bundled with srifty for that model, or, for GPU types with neither, from a cross-GPU estimate
 (:mod:`srifty.compute.estimate`) of the closest measured profile; every source is recorded so the plan can
 say which numbers were measured and which were estimated. The bandwidth model is the spec's
-``network_model`` file or the embedded default, which was measured on srifty's emulated testbed.
+``network_model`` file or the embedded default, which was measured on srifty's network testbed.
 """
 
 from __future__ import annotations
@@ -103,12 +103,12 @@ def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Prof
 
 
 def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:
-    """The spec's bandwidth model file, or the embedded default (measured on the emulated testbed)."""
+    """The spec's bandwidth model file, or the embedded default (measured on the network testbed)."""
     from srifty.network import BandwidthModel, load_default_model
 
     if spec.network_model is not None:
         return BandwidthModel.load(spec.network_model), f"file: {spec.network_model}"
-    return load_default_model(), "embedded default, measured on srifty's emulated network testbed"
+    return load_default_model(), "embedded default, measured on srifty's network testbed (tc-shaped links)"
 
 
 def resolve(spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None) -> PlanInputs:

@@ -69,7 +69,7 @@ class SimPredictor:
             r.iter_std_s,
             r.iter_p5_s,
             r.iter_p95_s,
-            r.fw_mean_s + r.bw_mean_s + r.step_mean_s,
+            r.fw_mean_s + r.bwd_mean_s + r.step_mean_s,
             r.comm_exposed_mean_s,
             r.estimated_profiles,
         )

@@ -12,9 +12,9 @@ class SimResult:
 
     Attributes:
         iter_mean_s, iter_std_s, iter_p5_s, iter_p50_s, iter_p95_s: over the sampled iterations.
-        fw_mean_s, bw_mean_s, step_mean_s: compute phases of the slowest VM, averaged.
+        fw_mean_s, bwd_mean_s, step_mean_s: compute phases of the slowest VM, averaged.
         pe_mean_s: mean end of parameter exchange (``t_pe``) from the start of backward.
-        comm_exposed_mean_s: mean ``max(0, t_pe − t_bw)``: communication not hidden by backward.
+        comm_exposed_mean_s: mean ``max(0, t_pe − t_bwd)``: communication not hidden by backward.
         throughput_samples_per_s: global batch / mean iteration time.
         b_cap_bytes_per_s: the per-VM bus-bandwidth cap used.
         n_transfers: buckets (or layers) exchanged per iteration.
@@ -32,7 +32,7 @@ class SimResult:
     iter_p50_s: float
     iter_p95_s: float
     fw_mean_s: float
-    bw_mean_s: float
+    bwd_mean_s: float
     step_mean_s: float
     pe_mean_s: float
     comm_exposed_mean_s: float

@@ -1,15 +1,15 @@
-"""The iteration simulator: ``t_iter = t_fw + max(t_bw, t_pe) + t_step`` (paper, section "Simulator").
+"""The iteration simulator: ``t_iter = t_fw + max(t_bwd, t_pe) + t_step`` (paper, section "Simulator").
 
 Compute: every GPU rank draws its forward+backward time each iteration from a normal distribution whose
 mean is its type's latency model at its local batch and whose standard deviation is the spread measured
 while profiling, scaled to that batch. Synchronous training waits for the slowest rank, so per iteration
 and group we draw the *maximum* of ``n`` such normals directly (inverse CDF of ``Φ(z)^n``), which is exact
 for independent ranks and costs one draw per group instead of one per rank. The slowest group's
-forward/backward split gives ``t_fw`` and ``t_bw``; the step time is the slowest rank's, drawn the same way.
+forward/backward split gives ``t_fw`` and ``t_bwd``; the step time is the slowest rank's, drawn the same way.
 
 Communication: the event-driven allreduce (:mod:`srifty.sim.allreduce`) over the slowest type's DDP
-buckets, started at their ready fractions of that iteration's ``t_bw``. ``t_pe`` is a non-decreasing,
-piecewise-linear function of ``t_bw``; it is simulated at three values of ``t_bw`` around the mean and
+buckets, started at their ready fractions of that iteration's ``t_bwd``. ``t_pe`` is a non-decreasing,
+piecewise-linear function of ``t_bwd``; it is simulated at three values of ``t_bwd`` around the mean and
 interpolated, and cached by (slowest type, its batch, world size, VM count, types present), so the
 planner can call the simulator tens of thousands of times.
 
@@ -61,7 +61,7 @@ class SimOptions:
 @dataclass(frozen=True)
 class _GroupCompute:
     fw_ms: float
-    bw_ms: float
+    bwd_ms: float
     step_ms: float
     compute_std_ms: float
     step_std_ms: float
@@ -114,10 +114,10 @@ class Simulator:
         key = (id(profile), batch)
         hit = self._compute_cache.get(key)
         if hit is None:
-            fw, bw, st = (float(profile.predict_ms(ph, batch)) for ph in ("fw", "bw", "step"))
+            fw, bwd, st = (float(profile.predict_ms(ph, batch)) for ph in ("fw", "bw", "step"))
             scale = self.options.spread_scale
-            s_fw, s_bw, s_st = (float(profile.std_ms(ph, batch)) * scale for ph in ("fw", "bw", "step"))
-            hit = _GroupCompute(fw, bw, st, float(np.hypot(s_fw, s_bw)), s_st)
+            s_fw, s_bwd, s_st = (float(profile.std_ms(ph, batch)) * scale for ph in ("fw", "bw", "step"))
+            hit = _GroupCompute(fw, bwd, st, float(np.hypot(s_fw, s_bwd)), s_st)
             self._compute_cache[key] = hit
         return hit
 
@@ -134,26 +134,26 @@ class Simulator:
         return np.array([b.start_frac for b in buckets]), np.array([b.size_bytes for b in buckets], dtype=float)
 
     def _pe_curve(
-        self, config: Config, slowest: InstanceType, profile: Profile, bw_ms: float, cv: float
+        self, config: Config, slowest: InstanceType, profile: Profile, bwd_ms: float, cv: float
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, int]:
-        """``(t_bw grid s, t_pe grid s, b_cap, n_transfers)`` for this configuration's network."""
+        """``(t_bwd grid s, t_pe grid s, b_cap, n_transfers)`` for this configuration's network."""
         types = tuple(sorted({(g.instance.name, g.instance.region) for g in config.groups}))
-        key = (id(profile), slowest.name, bw_ms, config.world_size, config.n_vms, types, self.options)
+        key = (id(profile), slowest.name, bwd_ms, config.world_size, config.n_vms, types, self.options)
         hit = self._pe_cache.get(key)
         if hit is not None:
             return hit
         fracs, sizes = self._transfers(profile)
         world = config.world_size
         instances = [g.instance for g in config.groups]
-        mean_bw_s = bw_ms * MS
-        grid = np.array([max(1.0 - 3.0 * cv, 0.05), 1.0, 1.0 + 3.0 * cv]) * mean_bw_s
+        mean_bwd_s = bwd_ms * MS
+        grid = np.array([max(1.0 - 3.0 * cv, 0.05), 1.0, 1.0 + 3.0 * cv]) * mean_bwd_s
         if world <= 1 or len(sizes) == 0:
             hit = (grid, np.zeros_like(grid), float("inf"), 0)
         else:
             busbw, cap = self._network(profile, sizes, world, config.n_vms, instances, types)
             moved = bus_bytes(sizes, world)
             pe = np.array(
-                [simulate_allreduce(fracs * t_bw, moved, busbw, cap, self.options.overlap).end_s for t_bw in grid]
+                [simulate_allreduce(fracs * t_bwd, moved, busbw, cap, self.options.overlap).end_s for t_bwd in grid]
             )
             hit = (grid, np.maximum.accumulate(pe), cap, len(sizes))
         self._pe_cache[key] = hit
@@ -215,33 +215,35 @@ class Simulator:
         u = rng.random((2, iters, len(groups)))
         z_compute = ndtri(u[0] ** (1.0 / ranks))
         z_step = ndtri(u[1] ** (1.0 / ranks))
-        means = np.array([c.fw_ms + c.bw_ms for c in computes])
+        means = np.array([c.fw_ms + c.bwd_ms for c in computes])
         stds = np.array([c.compute_std_ms for c in computes])
         totals = means + stds * z_compute
         slow_idx = np.argmax(totals, axis=1)
         total = totals[np.arange(iters), slow_idx]
-        fw_share = np.array([c.fw_ms / max(c.fw_ms + c.bw_ms, 1e-12) for c in computes])[slow_idx]
+        fw_share = np.array([c.fw_ms / max(c.fw_ms + c.bwd_ms, 1e-12) for c in computes])[slow_idx]
         t_fw = total * fw_share * MS
-        t_bw = total * (1.0 - fw_share) * MS
+        t_bwd = total * (1.0 - fw_share) * MS
         steps = np.array([c.step_ms for c in computes]) + np.array([c.step_std_ms for c in computes]) * z_step
         t_step = np.maximum(steps.max(axis=1), 0.0) * MS
         t_fw = np.maximum(t_fw, 0.0)
-        t_bw = np.maximum(t_bw, 0.0)
+        t_bwd = np.maximum(t_bwd, 0.0)
 
         slowest_index = int(np.argmax(means))
         slowest = groups[slowest_index]
         slow_profile = self.profile_for(slowest.instance)
         slow_compute = computes[slowest_index]
         cv = slow_compute.compute_std_ms / max(means[slowest_index], 1e-12)
-        grid, pe_grid, cap, n_transfers = self._pe_curve(config, slowest.instance, slow_profile, slow_compute.bw_ms, cv)
-        t_pe = np.interp(t_bw, grid, pe_grid) + np.where(
-            t_bw > grid[-1], (t_bw - grid[-1]) * _end_slope(grid, pe_grid), 0.0
+        grid, pe_grid, cap, n_transfers = self._pe_curve(
+            config, slowest.instance, slow_profile, slow_compute.bwd_ms, cv
         )
-        t_iter = t_fw + np.maximum(t_bw, t_pe) + t_step
+        t_pe = np.interp(t_bwd, grid, pe_grid) + np.where(
+            t_bwd > grid[-1], (t_bwd - grid[-1]) * _end_slope(grid, pe_grid), 0.0
+        )
+        t_iter = t_fw + np.maximum(t_bwd, t_pe) + t_step
         ordered = np.sort(t_iter)
         mean = float(ordered.sum()) / iters
         p5, p50, p95 = (_percentile(ordered, q) for q in (5.0, 50.0, 95.0))
-        exposed = np.maximum(t_pe - t_bw, 0.0)
+        exposed = np.maximum(t_pe - t_bwd, 0.0)
         estimated = any(self.profile_for(g.instance).is_estimate for g in groups)
         return SimResult(
             config=config.notation(),
@@ -254,7 +256,7 @@ class Simulator:
             iter_p50_s=p50,
             iter_p95_s=p95,
             fw_mean_s=float(t_fw.sum()) / iters,
-            bw_mean_s=float(t_bw.sum()) / iters,
+            bwd_mean_s=float(t_bwd.sum()) / iters,
             step_mean_s=float(t_step.sum()) / iters,
             pe_mean_s=float(t_pe.sum()) / iters,
             comm_exposed_mean_s=float(exposed.sum()) / iters,

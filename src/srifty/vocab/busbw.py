@@ -9,12 +9,11 @@ broadcast.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import numpy.typing as npt
 
 from srifty.errors import ProbeError
+from srifty.units import parse_bytes
 
 ArrayLike = npt.ArrayLike
 FloatArray = npt.NDArray[np.float64]
@@ -92,21 +91,17 @@ def size_sweep_bytes(
     return sizes
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*(b|k|kib|m|mib|g|gib)?\s*$", re.IGNORECASE)
-_MULTIPLIER = {"b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30}
-
-
 def parse_size_bytes(text: str) -> int:
-    """``"4"``, ``"4B"``, ``"64KiB"``, ``"32M"``, ``"1GiB"`` to bytes (binary multiples).
+    """A message size such as ``"4"``, ``"4B"``, ``"64KiB"``, ``"32M"`` or ``"1GiB"`` in bytes (binary
+    multiples; :func:`srifty.units.parse_bytes` reads it).
 
     Raises:
         ProbeError: anything else, with the accepted forms.
     """
-    match = _SIZE.match(text)
-    if not match:
+    try:
+        return parse_bytes(text)
+    except ValueError:
         raise ProbeError(
             f"cannot read '{text}' as a size; write bytes as an integer, optionally with B, KiB, MiB or "
             "GiB (for example 4, 64KiB, 512MiB)."
-        )
-    unit = (match.group(2) or "b").lower()
-    return int(match.group(1)) * _MULTIPLIER[unit]
+        ) from None

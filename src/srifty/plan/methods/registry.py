@@ -171,7 +171,7 @@ def greedy_search(build: Callable[[PlanProblem, solvers.LatencyFn], Config | Non
 _OPTIMIZER = "srifty's optimizer: exhaustive over the pruned space, or anchor + ILP when it is larger"
 _SRIFTY_COMPUTE = "piecewise-linear latency per phase from <= 4 probes, with the measured spread"
 _SRIFTY_NETWORK = "learned bus bandwidth (XGBoost, two models split at the MTU), capped fair sharing"
-_SRIFTY_ITERATION = "t_fw + max(t_bw, t_pe) + t_step; slowest rank per iteration; event-driven allreduce"
+_SRIFTY_ITERATION = "t_fw + max(t_bwd, t_pe) + t_step; slowest rank per iteration; event-driven allreduce"
 _ADDITIVE = "compute + communication, no overlap, no variance (Cynthia)"
 _SCORED_BY_SRIFTY = "its one configuration is scored by srifty's simulator"
 
