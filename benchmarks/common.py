@@ -17,7 +17,7 @@ BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
 
 def machine_description() -> str:
     """One line naming the machine: CPU model, cores, memory, OS, and the git commit measured."""
-    from srifty.compute.device import available_memory_bytes, cpu_model_name
+    from srifty.compute.measure.device import available_memory_bytes, cpu_model_name
 
     commit = "unknown"
     with contextlib.suppress(OSError, subprocess.CalledProcessError):

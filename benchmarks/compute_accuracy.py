@@ -22,8 +22,8 @@ import torch
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.compute import fit_latency_curve, fit_linear, fit_piecewise_linear
 from srifty.compute.latency import default_candidates
-from srifty.compute.profiler import ProfileOptions, _Trainer
-from srifty.compute.workloads import build_workload
+from srifty.compute.measure.profiler import ProfileOptions, _Trainer
+from srifty.compute.measure.workloads import build_workload
 
 # (model, largest batch swept, seq_len) -- caps keep a sweep within a few minutes on 2 CPU cores.
 MODELS: list[tuple[str, int, int]] = [

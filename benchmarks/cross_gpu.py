@@ -132,8 +132,8 @@ def source_path(key: str) -> Path:
 
 def measure(keys: list[str], threads: int, op_iters: int) -> None:
     """Profile each source on this CPU (run under the measurement lock)."""
-    from srifty.compute import profile_model
-    from srifty.compute.profiler import ProfileOptions
+    from srifty.compute.measure import profile_model
+    from srifty.compute.measure.profiler import ProfileOptions
 
     for key in keys:
         model, precision, cap, iters = SOURCES[key]

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from srifty.compute.workloads import build_workload, call_model
+from srifty.compute.measure.workloads import build_workload, call_model
 from srifty.torch import reweight
 from srifty.torch.training import rank_local_batch
 

@@ -36,7 +36,7 @@ from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
 from srifty.compute import load_profile
 from srifty.network import load_default_model, load_default_probes
-from srifty.network.testbed import HOST_IFACE, down, family_from_catalog, up
+from srifty.network.testbed.namespaces import HOST_IFACE, down, family_from_catalog, up
 from srifty.plan.methods.additive import apm_predictor
 from srifty.plan.methods.alpha_beta import AlphaBetaModel
 from srifty.sim import SimOptions, Simulator

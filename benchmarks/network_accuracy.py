@@ -32,7 +32,7 @@ from srifty.artifacts import atomic_write_text
 from srifty.network import BandwidthModel, read_probes
 from srifty.network.default import default_probes_path, load_default_model
 from srifty.network.features import busbw_cap_bytes_per_s
-from srifty.network.probe_meta import cpu_model
+from srifty.network.probe.context import cpu_model
 from srifty.network.tuning import grouped_folds, mape
 from srifty.plan.methods.alpha_beta import AlphaBetaModel
 

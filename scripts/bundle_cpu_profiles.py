@@ -10,9 +10,9 @@ import argparse
 import time
 from pathlib import Path
 
-from srifty.compute import profile_model
 from srifty.compute.bundled import profile_filename
-from srifty.compute.profiler import ProfileOptions
+from srifty.compute.measure import profile_model
+from srifty.compute.measure.profiler import ProfileOptions
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "srifty" / "compute" / "data" / "profiles"
 

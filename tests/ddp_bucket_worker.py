@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from srifty.compute.workloads import build_workload, call_model
+from srifty.compute.measure.workloads import build_workload, call_model
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from srifty.compute.buckets import assign_buckets  # noqa: E402
-from srifty.compute.profiler import ProfileOptions, _Trainer, record_timeline  # noqa: E402
-from srifty.compute.workloads import build_workload  # noqa: E402
+from srifty.compute.measure.profiler import ProfileOptions, _Trainer, record_timeline  # noqa: E402
+from srifty.compute.measure.workloads import build_workload  # noqa: E402
 
 WORKER = Path(__file__).with_name("ddp_bucket_worker.py")
 

@@ -9,7 +9,7 @@ import pytest
 
 HEAVY = ("torch", "xgboost", "torchvision", "transformers", "optuna")
 LIGHT = ("srifty", "srifty.catalog", "srifty.spec", "srifty.vocab", "srifty.plan", "srifty.runtime", "srifty.cli.main")
-LIGHT_TOO = ("srifty.cloud", "srifty.evaluate", "srifty.report")
+LIGHT_TOO = ("srifty.cloud", "srifty.evaluate", "srifty.report", "srifty.compute", "srifty.compute.measure")
 
 
 @pytest.mark.parametrize("module", [*LIGHT, *LIGHT_TOO])

@@ -10,7 +10,7 @@ import pytest
 HEAVY = ("torch", "xgboost", "optuna")
 
 
-MODULES = ["srifty.network", "srifty.cli.network_cmd", "srifty.network.probe", "srifty.network.testbed_sweep"]
+MODULES = ["srifty.network", "srifty.cli.network_cmd", "srifty.network.probe", "srifty.network.testbed"]
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from srifty.network import read_probes
-from srifty.network.probe import describe_lag, fmt_bytes
+from srifty.network.probe.runner import describe_lag, fmt_bytes
 from srifty.vocab import busbw_bytes_per_s
 from tests.conftest import REPO
 

@@ -18,10 +18,10 @@ import pytest
 
 from srifty.network import read_probes
 from srifty.network.errors import TestbedError
-from srifty.network.testbed import Family, down, family_from_catalog, list_links, list_namespaces, status, up
-from srifty.network.testbed_launch import launch
-from srifty.network.testbed_state import draw_factors, state_path
-from srifty.network.testbed_sweep import allocation_seed, hosts_for
+from srifty.network.testbed.launch import launch
+from srifty.network.testbed.namespaces import Family, down, family_from_catalog, list_links, list_namespaces, status, up
+from srifty.network.testbed.state import draw_factors, state_path
+from srifty.network.testbed.sweep import allocation_seed, hosts_for
 from srifty.units import gbps_to_bytes_per_s
 from tests.conftest import REPO
 

@@ -13,10 +13,11 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from srifty.compute import load_profile, profile_model  # noqa: E402
-from srifty.compute.opcount import record_work  # noqa: E402
-from srifty.compute.profiler import ProfileOptions, _Trainer, work_batches  # noqa: E402
-from srifty.compute.workloads import build_workload  # noqa: E402
+from srifty.compute import load_profile  # noqa: E402
+from srifty.compute.measure import profile_model  # noqa: E402
+from srifty.compute.measure.opcount import record_work  # noqa: E402
+from srifty.compute.measure.profiler import ProfileOptions, _Trainer, work_batches  # noqa: E402
+from srifty.compute.measure.workloads import build_workload  # noqa: E402
 
 FAST = {"warmup_iters": 1, "timed_iters": 2, "threads": 1, "peak_seconds": 0.05}
 V1 = Path(__file__).parent / "data" / "tiny_mlp_schema1.json"
@@ -73,7 +74,7 @@ class Attention(torch.nn.Module):
 
 
 def test_cpu_attention_flops_are_counted_with_torchs_sdpa_formulas() -> None:
-    from srifty.compute.workloads import Workload
+    from srifty.compute.measure.workloads import Workload
 
     workload = Workload(
         "attention", "factory", Attention(), lambda b: (torch.randn(b, 16, 32), None), lambda out, _: out, "16x32"

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from srifty.compute import load_profile, profile_model  # noqa: E402
+from srifty.compute import load_profile  # noqa: E402
+from srifty.compute.measure import profile_model  # noqa: E402
+from srifty.compute.measure.profiler import ProfileOptions  # noqa: E402
 from srifty.compute.memory import find_max_batch  # noqa: E402
-from srifty.compute.profiler import ProfileOptions  # noqa: E402
 from srifty.errors import ProfileError  # noqa: E402
 
 FAST = {"warmup_iters": 1, "timed_iters": 2, "threads": 1}

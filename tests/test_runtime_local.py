@@ -10,8 +10,8 @@ import yaml
 
 torch = pytest.importorskip("torch")
 
-from srifty.compute import profile_model  # noqa: E402
-from srifty.compute.profiler import ProfileOptions  # noqa: E402
+from srifty.compute.measure import profile_model  # noqa: E402
+from srifty.compute.measure.profiler import ProfileOptions  # noqa: E402
 from srifty.errors import SpecError  # noqa: E402
 from srifty.runtime.api import run_local_job  # noqa: E402
 from srifty.runtime.decisions import DecisionLog  # noqa: E402

@@ -53,8 +53,8 @@ def probe(
 
     Example: torchrun --nproc-per-node 2 -m srifty.cli.main probe --max-size 64MiB --out probes.parquet
     """
-    from srifty.network.probe import ProbeSettings, run_probe
-    from srifty.network.probe_meta import InstanceOptions
+    from srifty.network.probe.context import InstanceOptions
+    from srifty.network.probe.runner import ProbeSettings, run_probe
     from srifty.vocab.busbw import parse_size_bytes, size_sweep_bytes
 
     settings = ProbeSettings(
@@ -163,7 +163,7 @@ def testbed_up(
     name: NameOption = "tb",
 ) -> None:
     """Create the hosts, shape their links, and draw an allocation (placement factors)."""
-    from srifty.network.testbed import family_from_catalog, up
+    from srifty.network.testbed.namespaces import family_from_catalog, up
 
     state = up(name, hosts, family_from_catalog(instance_type, rated_network_gbps), scale, seed, gpus_per_host)
     table = Table(
@@ -198,7 +198,7 @@ def testbed_down(
     all_testbeds: Annotated[bool, typer.Option("--all", help="Remove every srifty testbed.")] = False,
 ) -> None:
     """Remove the testbed's processes, namespaces, links and state (also after a crash)."""
-    from srifty.network.testbed import down
+    from srifty.network.testbed.namespaces import down
 
     removed = down(None if all_testbeds else name)
     out.print(f"removed {len(removed)} item(s)" + (": " + ", ".join(removed) if removed else ""))
@@ -209,7 +209,7 @@ def testbed_status(
     name: Annotated[str | None, typer.Option("--name", help="Only this testbed.")] = None,
 ) -> None:
     """Show testbeds that are up, with the link rates really configured."""
-    from srifty.network.testbed import status
+    from srifty.network.testbed.namespaces import status
 
     found = status(name)
     if not found:
@@ -242,7 +242,7 @@ def testbed_launch(
     seed: Annotated[int, typer.Option(help="Seed of the rate variation.")] = 0,
 ) -> None:
     """Run a srifty command on the testbed hosts under torchrun, e.g. `launch -- probe --out p.parquet`."""
-    from srifty.network.testbed_launch import RateVariation, launch
+    from srifty.network.testbed.launch import RateVariation, launch
 
     if not ctx.args:
         raise TestbedError("name the srifty command to run after `--`, for example: launch -- probe --out p.parquet")
@@ -273,9 +273,9 @@ def testbed_sweep(
 
     Options after `--` go to `srifty probe`, for example `-- --max-size 32MiB --repeats 3`.
     """
-    from srifty.network.testbed import family_from_catalog
-    from srifty.network.testbed_launch import RateVariation
-    from srifty.network.testbed_sweep import SweepPlan, run_sweep
+    from srifty.network.testbed.launch import RateVariation
+    from srifty.network.testbed.namespaces import family_from_catalog
+    from srifty.network.testbed.sweep import SweepPlan, run_sweep
 
     plan = SweepPlan(
         families=tuple(family_from_catalog(f) for f in family),

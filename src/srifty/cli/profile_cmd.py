@@ -65,7 +65,8 @@ def profile(
         return
     if model is None:
         raise ProfileError("name the model to profile with --model, e.g. `srifty profile --model resnet18`.")
-    from srifty.compute import parse_model_name, profile_model, profile_options
+    from srifty.compute import parse_model_name
+    from srifty.compute.measure import profile_model, profile_options
 
     parse_model_name(model)
     if max_probes < 2:

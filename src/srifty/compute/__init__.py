@@ -1,14 +1,13 @@
-"""Compute stage: profile a real PyTorch model and model its latency and memory against batch size; estimate
-its profile on GPUs nobody measured (roofline scaling op by op, :func:`estimate_profile`). The Paleo
-baseline's analytical model lives with the other baselines, in :mod:`srifty.plan.methods.paleo`.
+"""Compute stage, the models: a model's latency and memory against batch size, its gradient timeline and
+DDP buckets (:class:`Profile`), fitted from measurements, and its profile estimated on GPUs nobody measured
+(roofline scaling op by op, :func:`estimate_profile`).
 
-The data types, fitting and estimating functions here are pure numpy; measuring (:func:`profile_model`)
-needs torch and imports it only when called.
+Everything here is pure (numpy, no torch). Measuring a real model with torch is
+:mod:`srifty.compute.measure`; the Paleo baseline's analytical model lives with the other baselines, in
+:mod:`srifty.plan.methods.paleo`.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 from srifty.compute.buckets import Bucket, assign_buckets
 from srifty.compute.estimate import (
@@ -27,24 +26,6 @@ from srifty.compute.names import parse_model_name
 from srifty.compute.profile import DeviceInfo, EstimateInfo, ParamInfo, PhaseSamples, Profile, load_profile
 from srifty.compute.roofline import DevicePeaks, gpu_peaks, roofline_ratio, roofline_time_s
 from srifty.compute.work import OpRecord, OpWork
-
-if TYPE_CHECKING:
-    from srifty.compute.profiler import ProfileOptions, ProgressFn
-
-
-def profile_model(name: str, options: ProfileOptions | None = None, progress: ProgressFn | None = None) -> Profile:
-    """Profile model ``name`` (see :func:`srifty.compute.profiler.profile_model`). Imports torch."""
-    from srifty.compute import profiler
-
-    return profiler.profile_model(name, options or profiler.ProfileOptions(), progress)
-
-
-def profile_options(**kwargs: Any) -> ProfileOptions:
-    """Build :class:`srifty.compute.profiler.ProfileOptions` (imports torch)."""
-    from srifty.compute.profiler import ProfileOptions
-
-    return ProfileOptions(**kwargs)
-
 
 __all__ = [
     "Bucket",
@@ -72,8 +53,6 @@ __all__ = [
     "measure_command",
     "parse_model_name",
     "pick_source",
-    "profile_model",
-    "profile_options",
     "resolve_gpu",
     "roofline_ratio",
     "roofline_time_s",

@@ -6,7 +6,7 @@ moved at both batch sizes and the time they took there. Counts are taken as line
 ``x(B) = x0 + x1·B``, through the two measurements; this is exact for convolutions, matrix products and
 element-wise ops whose shapes grow with the batch, and for the optimizer step, which does not grow.
 
-Pure numpy; the recorder that fills these records (:mod:`srifty.compute.opcount`) needs torch.
+Pure numpy; the recorder that fills these records (:mod:`srifty.compute.measure.opcount`) needs torch.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -33,10 +33,20 @@ from torch.utils.module_tracker import ModuleTracker
 from srifty.compute.work import OpRecord, OpWork
 from srifty.errors import ProfileError
 
-if TYPE_CHECKING:
-    from srifty.compute.profiler import _Trainer
-
 aten = torch.ops.aten
+
+
+class Trainer(Protocol):
+    """What recording needs of the profiler's trainer: the model's optimizer and device, and one batch's
+    forward pass and loss."""
+
+    is_cuda: bool
+    device: torch.device
+    optimizer: torch.optim.Optimizer
+
+    def batch(self, size: int) -> tuple[Any, Any]: ...
+
+    def forward_loss(self, inputs: Any, target: Any) -> torch.Tensor: ...
 
 
 def _cpu_sdpa_flops(query: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> int:
@@ -152,7 +162,7 @@ class OpRecorder(TorchDispatchMode):
         return self.ops
 
 
-def record_iteration(trainer: _Trainer, batch: int) -> list[RawOp]:
+def record_iteration(trainer: Trainer, batch: int) -> list[RawOp]:
     """One training iteration at ``batch`` (zero_grad, forward and loss, backward, step), op by op."""
     inputs, target = trainer.batch(batch)
     if trainer.is_cuda:
@@ -215,7 +225,7 @@ def merge_records(lo: list[RawOp], hi: list[RawOp]) -> tuple[OpRecord, ...]:
     )
 
 
-def record_work(trainer: _Trainer, batches: tuple[int, int], op_iters: int = 1) -> OpWork:
+def record_work(trainer: Trainer, batches: tuple[int, int], op_iters: int = 1) -> OpWork:
     """Instrumented iterations at both batch sizes (``op_iters`` each, per-op median time) → :class:`OpWork`.
 
     Raises:

@@ -19,14 +19,14 @@ import torch
 
 from srifty import __version__
 from srifty.compute.buckets import assign_buckets
-from srifty.compute.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
 from srifty.compute.latency import default_candidates, fit_latency_curve, fit_piecewise_linear
+from srifty.compute.measure.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
+from srifty.compute.measure.opcount import record_work
+from srifty.compute.measure.peaks import MeasuredPeaks, measure_peaks
+from srifty.compute.measure.workloads import Workload, build_workload, call_model, to_device
 from srifty.compute.memory import find_max_batch, fit_memory_model
-from srifty.compute.opcount import record_work
-from srifty.compute.peaks import MeasuredPeaks, measure_peaks
 from srifty.compute.profile import PHASES, DeviceInfo, ParamInfo, PhaseSamples, Profile
 from srifty.compute.work import OpWork
-from srifty.compute.workloads import Workload, build_workload, call_model, to_device
 from srifty.errors import ProfileError
 
 # Reported as (stage, done, total); the CLI draws it as a progress bar.

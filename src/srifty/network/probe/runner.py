@@ -26,7 +26,7 @@ from typing import Any
 
 from srifty.network.dataset import append_probes
 from srifty.network.errors import ProbeError, ProbeTimeoutError
-from srifty.network.probe_meta import InstanceOptions, ProbeContext, TorchrunLayout, resolve_context
+from srifty.network.probe.context import InstanceOptions, ProbeContext, TorchrunLayout, resolve_context
 from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s, size_sweep_bytes
 from srifty.vocab.probes import probe_frame
 

@@ -24,9 +24,16 @@ from pathlib import Path
 import numpy as np
 
 from srifty.network.errors import TestbedError
-from srifty.network.probe_meta import ENV_RATE_VARIATION, ENV_TESTBED_HOST, ENV_TESTBED_STATE
-from srifty.network.testbed import HOST_IFACE, load_state, set_host_rate
-from srifty.network.testbed_state import STATE_DIR, TestbedHost, TestbedState, state_path
+from srifty.network.testbed.namespaces import HOST_IFACE, load_state, set_host_rate
+from srifty.network.testbed.state import (
+    ENV_RATE_VARIATION,
+    ENV_TESTBED_HOST,
+    ENV_TESTBED_STATE,
+    STATE_DIR,
+    TestbedHost,
+    TestbedState,
+    state_path,
+)
 
 
 @dataclass(frozen=True)

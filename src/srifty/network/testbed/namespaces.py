@@ -5,7 +5,7 @@
 into a bridge ``sft-<name>-br``. Both directions of each host's link are shaped with a ``tc tbf`` qdisc
 to the represented instance family's rated bandwidth divided by ``emulation_scale`` (default 50, so a
 50 Gbps g4dn.8xlarge becomes 1 Gbit/s, which this machine carries), times the allocation's placement
-factors (:mod:`srifty.network.testbed_state`). A family with several GPUs per VM runs that many
+factors (:mod:`srifty.network.testbed.state`). A family with several GPUs per VM runs that many
 processes per host; their traffic crosses the host's loopback, shaped likewise to the GPUs' intra-node
 link (PCIe or NVLink, per direction, from the GPU datasheet) times the GPUs per VM, divided by the same
 scale. The traffic is real gloo traffic through the kernel; only the link speeds are emulated.
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from srifty.network.errors import TestbedError
-from srifty.network.testbed_state import (
+from srifty.network.testbed.state import (
     STATE_DIR,
     SUBNET_PREFIX,
     TestbedHost,

@@ -5,7 +5,7 @@ family's rating divided by ``emulation_scale``, times a placement factor ``≤ 1
 rating): an allocation-wide factor ``a = max(1/1.8, 1 − |N(0, 0.15)|)``, since the paper saw up to 1.8×
 between allocations on large buffers, times a per-host factor ``u = max(0.9, 1 − |N(0, 0.03)|)`` for
 neighbours within one allocation. Latency is not varied: this kernel has no netem (see the module
-docstring of :mod:`srifty.network.testbed`).
+docstring of :mod:`srifty.network.testbed.namespaces`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ import numpy as np
 
 from srifty.artifacts import read_json_artifact, write_json_artifact
 from srifty.network.errors import TestbedError
+
+#: Set by ``srifty testbed launch`` for each host's processes; the probe reads them (:mod:`srifty.network.probe`).
+ENV_TESTBED_STATE = "SRIFTY_TESTBED_STATE"
+ENV_TESTBED_HOST = "SRIFTY_TESTBED_HOST"
+ENV_RATE_VARIATION = "SRIFTY_TESTBED_RATE_VARIATION"
 
 STATE_KIND = "testbed-state"
 STATE_SCHEMA_VERSION = 2

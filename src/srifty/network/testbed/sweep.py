@@ -15,9 +15,9 @@ from pathlib import Path
 
 from srifty.network.dataset import exclusive_lock
 from srifty.network.errors import TestbedError
-from srifty.network.testbed import DEFAULT_SCALE, Family, down, up
-from srifty.network.testbed_launch import RateVariation, launch
-from srifty.network.testbed_state import STATE_DIR
+from srifty.network.testbed.launch import RateVariation, launch
+from srifty.network.testbed.namespaces import DEFAULT_SCALE, Family, down, up
+from srifty.network.testbed.state import STATE_DIR
 
 
 @dataclass(frozen=True)
