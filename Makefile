@@ -41,6 +41,7 @@ lint: $(VENV)/.stamp-dev
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 test: lint $(SKY_VENV)/.stamp
 	$(BIN)/python -m pytest -n 2 --timeout 600 $(PYTEST_ARGS)
