@@ -26,3 +26,9 @@ def test_bus_bytes_is_size_times_the_ring_factor() -> None:
     sizes = np.array([4.0, 1024.0, 2.0**26])
     for world in (1, 2, 3, 8, 64):
         np.testing.assert_allclose(bus_bytes(sizes, world), sizes * ring_bytes_factor(world), rtol=1e-15)
+
+
+def test_the_bandwidth_models_features_are_transfer_columns() -> None:
+    from srifty.network.features import DEFAULT_NUMERIC_FEATURES
+
+    assert set(DEFAULT_NUMERIC_FEATURES) <= set(TRANSFER_COLUMNS)

@@ -117,7 +117,10 @@ def plan_command(
         Path | None, typer.Option("--skypilot", help="Write SkyPilot task YAML per group here.")
     ] = None,
     method: Annotated[
-        str, typer.Option(help=f"srifty, or a baseline or ablation: {', '.join(planning_methods()[1:])}.")
+        str,
+        typer.Option(
+            help=f"srifty, or a baseline or ablation: {', '.join(m for m in planning_methods() if m != 'srifty')}."
+        ),
     ] = "srifty",
     mode: Annotated[str, typer.Option(help="auto, exhaustive or ilp.")] = "auto",
     top_k: Annotated[int, typer.Option(help="Alternatives to show.")] = 5,

@@ -57,14 +57,29 @@ PredictorFactory = Callable[[Knowledge], Predictor]
 PlanSearch = Callable[[PlanProblem, Predictor, solvers.LatencyFn, solvers.Mode, int], solvers.SearchOutcome]
 
 
+class TruthSearchResult(Protocol):
+    """What a search on a ground truth found: its best outcome (or ``None``) and what finding it cost."""
+
+    @property
+    def best(self) -> Any: ...
+
+    @property
+    def n_measured(self) -> int: ...
+
+    @property
+    def budget(self) -> int: ...
+
+    @property
+    def solve_s(self) -> float: ...
+
+
 class TruthSearch(Protocol):
     """A search that measures configurations on a ground truth (``judge``) instead of predicting them."""
 
     def __call__(
         self, problem: PlanProblem, judge: Callable[[Config], Any], space_size: int, seed: int, fraction: float
-    ) -> Any:
-        """Search ``problem``'s space measuring at most ``fraction`` of ``space_size`` configurations; the
-        result has ``best`` (an outcome or ``None``), ``n_measured``, ``budget`` and ``solve_s``."""
+    ) -> TruthSearchResult:
+        """Search ``problem``'s space, measuring at most ``fraction`` of its ``space_size`` configurations."""
         ...
 
 
@@ -144,7 +159,8 @@ def default_alpha_beta() -> BusBandwidthModel:
 
 def apm_from(knowledge: Knowledge) -> Predictor:
     """APM's predictor: linear compute through the profiled batches, alpha-beta allreduce, no overlap."""
-    return apm_predictor(knowledge.profiles, knowledge.alpha_beta or default_alpha_beta())
+    alpha_beta = default_alpha_beta() if knowledge.alpha_beta is None else knowledge.alpha_beta
+    return apm_predictor(knowledge.profiles, alpha_beta)
 
 
 def paleo_from(knowledge: Knowledge) -> Predictor:
