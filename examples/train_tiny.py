@@ -63,7 +63,7 @@ def main() -> None:
         step += 1
         if step % every == 0 or step == total:
             save_checkpoint(ckpt_dir, step, model, optimizer)
-        reporter.iteration_done(step, float(loss))
+        reporter.iteration_done(step, loss.item())
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# Every test fails if it leaves a process or a testbed namespace of its own behind (see tests/leakcheck.py).
+pytest_plugins = ["tests.leakcheck"]
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 

@@ -24,6 +24,7 @@ from srifty.network.testbed.state import draw_factors, state_path
 from srifty.network.testbed.sweep import allocation_seed, hosts_for
 from srifty.units import gbps_to_bytes_per_s
 from tests.conftest import REPO
+from tests.leakcheck import register_testbed
 
 CAN_RUN = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
 _skip_unless_root = pytest.mark.skipif(
@@ -43,7 +44,7 @@ PROBE_SMALL = ("--repeats", "2", "--concurrency", "1")
 @pytest.fixture
 def name() -> Iterator[str]:
     """A testbed name of this test process only, removed afterwards whatever happens."""
-    tb = f"t{os.getpid() % 100000}"
+    tb = register_testbed(f"t{os.getpid() % 100000}")
     yield tb
     if CAN_RUN:
         down(tb, state_dir=Path("/nonexistent-srifty-state"))

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -13,10 +19,11 @@ torch = pytest.importorskip("torch")
 from srifty.compute.measure import profile_model  # noqa: E402
 from srifty.compute.measure.profiler import ProfileOptions  # noqa: E402
 from srifty.errors import SpecError  # noqa: E402
+from srifty.processes import owner_variable, pids_marked  # noqa: E402
 from srifty.runtime.api import run_local_job  # noqa: E402
 from srifty.runtime.decisions import DecisionLog  # noqa: E402
 from srifty.runtime.local import Fault  # noqa: E402
-from tests.conftest import REPO  # noqa: E402
+from tests.conftest import EXAMPLES, REPO  # noqa: E402
 
 TRAIN = ["python", str(REPO / "examples" / "train_tiny.py")]
 pytestmark = pytest.mark.slow
@@ -79,6 +86,8 @@ def test_preemption_replans_and_resumes_from_the_checkpoint(spec_path: Path, tmp
     assert len(redone) == 2, "the first iteration after the checkpoint ran before the preemption and again after"
     assert resumed < 0.8 * first, "training after the resume must not start over"
     assert resumed == pytest.approx(before, rel=0.25)
+    # the script reports its loss without tripping autograd's warning on every iteration
+    assert "Converting a tensor with requires_grad=True" not in (run_dir / "torchrun.log").read_text()
 
 
 def test_a_hung_worker_is_treated_as_preempted(spec_path: Path, tmp_path: Path) -> None:
@@ -114,3 +123,86 @@ def test_a_crashing_training_script_stops_the_run_with_its_error(spec_path: Path
         run_local_job(spec_path, ["python", str(script)], tmp_path / "run", config_text="2xg4dn.xlarge@16")
     actions = [d.action for d in DecisionLog(tmp_path / "run" / "decisions.jsonl").read()]
     assert actions == ["start"]  # no re-plan for a bug in the script
+
+
+@pytest.mark.parametrize(
+    ("faults", "message"),
+    [
+        ([Fault("preempt", 5, 2)], r"--preempt-rank 2 does not exist: the configuration starts with 2 rank"),
+        ([Fault("hang", 30, 0)], r"--hang-at 30 can never fire: the job runs iterations 1 to 30"),
+    ],
+)
+def test_faults_that_can_never_fire_are_refused_before_anything_starts(
+    spec_path: Path, tmp_path: Path, faults: list[Fault], message: str
+) -> None:
+    with pytest.raises(SpecError, match=message):
+        run_local_job(spec_path, TRAIN, tmp_path / "run", config_text="2xg4dn.xlarge@16", faults=faults)
+    assert not (tmp_path / "run" / "torchrun.log").exists()
+
+
+ORPHAN = """
+import json, os, sys, time
+path = sys.argv[1]
+while True:
+    record = {"rank": 1, "launch": "an-earlier-run", "pid": os.getpid(), "iteration": 3, "phase": "done",
+              "time": time.time(), "loss": 1.0}
+    with open(path + ".tmp", "w") as handle:
+        json.dump(record, handle)
+    os.replace(path + ".tmp", path)
+    time.sleep(0.002)  # far more often than the real rank 1 (twice per 0.1 s step): its record is read
+"""
+
+
+def test_a_leftover_worker_of_another_run_is_neither_read_nor_signalled(spec_path: Path, tmp_path: Path) -> None:
+    """A worker left by an earlier run in the same folder keeps writing its heartbeat; the runner must inject
+    the fault into its own rank 1, not into that process."""
+    run_dir = tmp_path / "run"
+    (run_dir / "workers").mkdir(parents=True)
+    orphan = subprocess.Popen([sys.executable, "-c", ORPHAN, str(run_dir / "workers" / "rank1.json")])
+    try:
+        outcome = run_local_job(
+            spec_path, TRAIN, run_dir, config_text="2xg4dn.xlarge@16", faults=[Fault("preempt", 4, 1)], ckpt_every=5
+        )
+        assert orphan.poll() is None, "the runner killed a process it did not start"
+        injected = next(e for e in outcome.timeline if e["event"] == "inject_preempt")
+        assert injected["pid"] != orphan.pid and outcome.launches == 2 and outcome.iterations == 30
+    finally:
+        orphan.kill()
+        orphan.wait()
+
+
+def _wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_stopping_srifty_run_ends_torchrun_and_every_worker(tmp_path: Path, sig: signal.Signals) -> None:
+    """The documented example, stopped mid-run: srifty ends torchrun and the workers (each in a session of
+    its own, so no signal reaches them by itself), says so, and exits without a traceback."""
+    mark = owner_variable(f"sigtest{uuid.uuid4().hex[:8]}")
+    env = {**os.environ, mark: "1", "TRAIN_TINY_STEP_S": "0.2", "PYTHONPATH": str(REPO / "src")}
+    run_dir = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "srifty.cli.main", "run", str(EXAMPLES / "tiny-local.yaml"), "--config",
+        "2xg4dn.xlarge@32", "--run-dir", str(run_dir), "--", "python", str(EXAMPLES / "train_tiny.py"),
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    progress = run_dir / "workers" / "progress.jsonl"
+    try:
+        assert _wait_for(lambda: progress.exists() and len(progress.read_text().splitlines()) >= 2, 120)
+        workers = [p for p in pids_marked(mark) if p != proc.pid]
+        assert len(workers) >= 3  # torchrun and its two workers
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err
+    assert "Traceback" not in err and "ended" in err, err
+    assert _wait_for(lambda: not pids_marked(mark), 10), [p for p in pids_marked(mark)]

@@ -19,6 +19,8 @@ from srifty.cli.console import err
 from srifty.errors import SriftyError
 
 EXIT_USER_ERROR = 2
+#: Exit code after Ctrl-C, as shells report a process ended by SIGINT.
+EXIT_INTERRUPTED = 130
 
 app = typer.Typer(
     name="srifty",
@@ -67,6 +69,11 @@ def run(argv: Sequence[str] | None = None) -> None:
             traceback.print_exc()
         err.print(f"[bold red]error:[/bold red] {error}", soft_wrap=True)
         sys.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        if debug:
+            traceback.print_exc()
+        err.print("[bold red]interrupted[/bold red] (Ctrl-C)")
+        sys.exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from srifty.cli.console import out
+from srifty.cli.console import err, out
 from srifty.errors import SpecError
+from srifty.processes import signals_as_exit
 
 
 def show_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None) -> None:
@@ -74,7 +75,10 @@ def run_command(
         faults.append(Fault("preempt", preempt_at, preempt_rank))
     if hang_at is not None:
         faults.append(Fault("hang", hang_at, hang_rank))
-    outcome = run_local_job(spec_path, command, run_dir, plan_path, config, faults, hang_timeout, ckpt_every)
+    with signals_as_exit():  # SIGTERM/SIGHUP end the workers too, as Ctrl-C does
+        outcome = run_local_job(
+            spec_path, command, run_dir, plan_path, config, faults, hang_timeout, ckpt_every, report=_warn
+        )
     table = Table(title=f"srifty run: {outcome.iterations} iterations in {outcome.launches} launch(es)")
     table.add_column("time s", justify="right")
     table.add_column("iteration", justify="right")
@@ -85,3 +89,7 @@ def run_command(
             table.add_row(f"{event['time_s']}", str(event["iteration"]), f"{event['event']} {detail}")
     out.print(table)
     out.print(f"decision log: {outcome.log_path}; timeline: {run_dir / 'timeline.json'}")
+
+
+def _warn(text: str) -> None:
+    err.print(f"[yellow]warning:[/yellow] {text}", soft_wrap=True)

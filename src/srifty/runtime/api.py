@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from srifty.artifacts import atomic_write_text, read_json_artifact
@@ -13,7 +13,15 @@ from srifty.errors import SpecError
 from srifty.plan.api import plan_job, require_global_batch, spec_config
 from srifty.plan.result import PLAN_KIND, PLAN_SCHEMA_VERSION, Plan
 from srifty.runtime.controller import Controller
-from srifty.runtime.local import Fault, LocalRunner, RunOutcome, checkpoint_interval_iters, make_log
+from srifty.runtime.local import (
+    Fault,
+    LocalRunner,
+    RunOutcome,
+    check_faults,
+    checkpoint_interval_iters,
+    make_log,
+    rank_layout,
+)
 from srifty.spec import JobSpec, load_spec
 from srifty.vocab import Config, parse_config
 
@@ -57,8 +65,18 @@ def run_local_job(
     faults: Sequence[Fault] = (),
     hang_timeout_s: float = 60.0,
     ckpt_every: int | None = None,
+    report: Callable[[str], None] = lambda _: None,
 ) -> RunOutcome:
-    """Run a job with local processes standing for the planned GPUs (see :mod:`srifty.runtime.local`)."""
+    """Run a job with local processes standing for the planned GPUs (see :mod:`srifty.runtime.local`).
+
+    Raises:
+        SpecError: a bad spec, plan, configuration, option or fault (before anything is launched).
+        SriftyError: the run failed; every process it started has been ended.
+    """
+    if not hang_timeout_s > 0:
+        raise SpecError(f"--hang-timeout must be a positive number of seconds, got {hang_timeout_s}.")
+    if ckpt_every is not None and ckpt_every < 1:
+        raise SpecError(f"--ckpt-every must be at least 1 iteration, got {ckpt_every}.")
     spec_file = Path(spec_path)
     spec = load_spec(spec_file)
     iter_s: float | None = None
@@ -72,11 +90,12 @@ def run_local_job(
             raise SpecError(plan.infeasibility.message if plan.infeasibility else "no feasible configuration")
         config, iter_s = plan.best.config, plan.best.estimate.iter_mean_s
     require_global_batch(config, spec, "configuration")
+    check_faults(faults, len(rank_layout(config)), spec.iterations)
     out = Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     every = ckpt_every or checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_s or 1.0)
     controller = Controller(spec, config, plan_remaining, make_log(out))
-    runner = LocalRunner(controller, train_command, out, faults, hang_timeout_s, every)
+    runner = LocalRunner(controller, train_command, out, faults, hang_timeout_s, every, report=report)
     outcome = runner.run()
     summary = {"iterations": outcome.iterations, "launches": outcome.launches, "configs": outcome.configs}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))

@@ -3,9 +3,16 @@ controller re-planning after a (real or injected) preemption and relaunching fro
 
 Each rank stands for one GPU of the planned configuration; ranks are numbered group by group, VM by VM.
 Injected faults stand in for the cloud's: ``preempt_at`` kills a worker process with SIGKILL as a spot
-reclaim would, ``hang_at`` stops one with SIGSTOP. A worker that makes no progress for ``hang_timeout_s``
-is treated as preempted. This is an emulation of a cluster on one machine; the processes, DDP, gloo
-traffic and checkpoints are real.
+reclaim would, ``hang_at`` stops one with SIGSTOP. A fault waits until its rank has reported a heartbeat
+in the current launch. A worker that makes no progress for ``hang_timeout_s`` is treated as preempted.
+This is an emulation of a cluster on one machine; the processes, DDP, gloo traffic and checkpoints are
+real.
+
+Process hygiene: torchrun puts every worker in a session of its own, so the runner starts torchrun under
+a :class:`~srifty.processes.ProcessGuard` and ends the guard's processes (torchrun, its workers, anything
+they started) after every launch and on every way out of :meth:`LocalRunner.run`: success, an error,
+Ctrl-C, SIGTERM. Heartbeats and progress lines carry the launch's id (``SRIFTY_LAUNCH_ID``), so a
+leftover from another run in the same folder is never read, nor signalled.
 """
 
 from __future__ import annotations
@@ -19,12 +26,14 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from srifty.artifacts import atomic_write_text
-from srifty.errors import SriftyError
+from srifty.errors import SpecError, SriftyError
+from srifty.processes import ProcessGuard
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import DecisionLog
 from srifty.vocab import Config
@@ -32,6 +41,8 @@ from srifty.vocab import Config
 DEFAULT_MTBF_S = 3600.0
 #: Seconds every worker gets to start (import torch, join the rendezvous) before the run gives up.
 STARTUP_TIMEOUT_S = 300.0
+#: Identifies one launch in the workers' heartbeats and progress lines.
+ENV_LAUNCH_ID = "SRIFTY_LAUNCH_ID"
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,28 @@ class RunOutcome:
     configs: list[str]
     timeline: list[dict[str, object]] = field(default_factory=list)
     log_path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_faults(faults: Sequence[Fault], world_size: int, iterations: int) -> None:
+    """Refuse faults that can never fire: a rank outside the starting world, or an iteration not before the
+    last one.
+
+    Raises:
+        SpecError: naming the option and the valid range.
+    """
+    for fault in faults:
+        option = "--preempt" if fault.kind == "preempt" else "--hang"
+        if not 0 <= fault.rank < world_size:
+            raise SpecError(
+                f"{option}-rank {fault.rank} does not exist: the configuration starts with {world_size} rank(s), "
+                f"numbered 0 to {world_size - 1}. Choose one of those, or start on a larger --config."
+            )
+        if not 0 <= fault.iteration < iterations:
+            raise SpecError(
+                f"{option}-at {fault.iteration} can never fire: the job runs iterations 1 to {iterations}, so a "
+                f"fault must come at 0 to {iterations - 1}."
+            )
 
 
 def checkpoint_interval_iters(checkpoint_s: float, iter_s: float, mtbf_s: float = DEFAULT_MTBF_S) -> int:
@@ -97,6 +130,7 @@ class LocalRunner:
         faults: injected faults (each fires once).
         hang_timeout_s: no progress for this long means a worker hung.
         ckpt_every: iterations between checkpoints.
+        report: receives one line per notable event (a fault that could not fire, processes ended).
     """
 
     def __init__(
@@ -109,6 +143,7 @@ class LocalRunner:
         ckpt_every: int = 10,
         max_launches: int = 5,
         clock: Callable[[], float] = time.monotonic,
+        report: Callable[[str], None] = lambda _: None,
     ) -> None:
         self.controller = controller
         self.train_command = list(train_command)
@@ -121,6 +156,10 @@ class LocalRunner:
         self._t0 = clock()
         self.timeline: list[dict[str, object]] = []
         self._log_offset = 0
+        self.report = report
+        self.guard = ProcessGuard("run")
+        self.launch_id = ""
+        self.warnings: list[str] = []
 
     def now(self) -> float:
         """Seconds since the run started."""
@@ -133,8 +172,10 @@ class LocalRunner:
 
     def _launch(self, config: Config) -> subprocess.Popen[bytes]:
         layout = rank_layout(config)
+        self.launch_id = uuid.uuid4().hex[:12]
         env = {
             **os.environ,
+            ENV_LAUNCH_ID: self.launch_id,
             "SRIFTY_RANK_BATCHES": ",".join(str(b) for _, b in layout),
             "SRIFTY_GLOBAL_BATCH": str(config.global_batch),
             "SRIFTY_ITERATIONS": str(self.controller.spec.iterations),
@@ -156,17 +197,24 @@ class LocalRunner:
         self._event("launch", config=config.notation(), world_size=len(layout), **first)
         log_path = self.run_dir / "torchrun.log"
         self._log_offset = log_path.stat().st_size if log_path.exists() else 0
-        log = open(log_path, "ab")  # noqa: SIM115 - handed to the child process
-        return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(log_path, "ab") as log:  # the child keeps its own descriptor
+            return self.guard.popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _this_launch(self, record: object) -> bool:
+        """Whether a heartbeat or progress record comes from the current launch (records of scripts that
+        write their own, without a launch id, are taken as current)."""
+        return isinstance(record, dict) and record.get("launch", self.launch_id) == self.launch_id
 
     def _heartbeats(self) -> dict[int, dict[str, object]]:
         beats = {}
         for path in (self.run_dir / "workers").glob("rank*.json"):
             try:
                 record = json.loads(path.read_text())
-            except (OSError, json.JSONDecodeError):
+                rank = int(record["rank"])
+            except (OSError, ValueError, KeyError, TypeError):
                 continue
-            beats[int(record["rank"])] = record
+            if self._this_launch(record):
+                beats[rank] = record
         return beats
 
     def _progress_lines(self, offset: int) -> tuple[list[dict[str, object]], int]:
@@ -177,16 +225,42 @@ class LocalRunner:
             handle.seek(offset)
             text = handle.read()
         complete = text[: text.rfind("\n") + 1]
-        lines = [json.loads(line) for line in complete.splitlines() if line.strip()]
+        lines = []
+        for line in complete.splitlines():
+            try:
+                record = json.loads(line)
+                int(record["iteration"])
+            except (ValueError, KeyError, TypeError):
+                continue  # not a progress record (or a script's own stray output)
+            if self._this_launch(record):
+                lines.append(record)
         return lines, offset + len(complete.encode("utf-8"))
 
-    def _fire(self, fault: Fault) -> None:
+    def _fire(self, fault: Fault, world_size: int) -> str:
+        """Inject ``fault`` if its rank has a heartbeat in this launch. Returns ``"fired"``, ``"wait"`` (the
+        rank has not started yet) or ``"skipped"`` (it cannot fire any more; a warning says why)."""
+        if fault.rank >= world_size:
+            self._skip(fault, f"rank {fault.rank} is not in the current configuration ({world_size} ranks)")
+            return "skipped"
         beat = self._heartbeats().get(fault.rank)
         if beat is None:
-            raise SriftyError(f"cannot inject {fault.kind}: rank {fault.rank} has no heartbeat")
-        pid = int(beat["pid"])  # type: ignore[call-overload]
+            return "wait"
+        try:
+            pid = int(beat["pid"])  # type: ignore[call-overload]
+        except (KeyError, TypeError, ValueError):
+            return "wait"
+        if not self.guard.owns(pid):  # never signal a process this run did not start
+            self._skip(fault, f"rank {fault.rank} (pid {pid}) had already exited")
+            return "skipped"
         os.kill(pid, signal.SIGKILL if fault.kind == "preempt" else signal.SIGSTOP)
         self._event(f"inject_{fault.kind}", rank=fault.rank, pid=pid)
+        return "fired"
+
+    def _skip(self, fault: Fault, why: str) -> None:
+        text = f"the {fault.kind} of rank {fault.rank} at iteration {fault.iteration} was not injected: {why}"
+        self.warnings.append(text)
+        self._event("fault_not_injected", rank=fault.rank, detail=why)
+        self.report(text)
 
     def _hung_rank(self, beats: dict[int, dict[str, object]]) -> tuple[int, str]:
         """Which rank hung: a stopped process if there is one, else the one with the oldest heartbeat."""
@@ -201,7 +275,24 @@ class LocalRunner:
         return rank, f"rank {rank} has the oldest heartbeat"
 
     def run(self) -> RunOutcome:
-        """Launch, watch, re-plan and relaunch until every iteration is done."""
+        """Launch, watch, re-plan and relaunch until every iteration is done; on any way out (success, an
+        error, Ctrl-C, SIGTERM turned into SystemExit) every process this run started is ended first."""
+        try:
+            return self._run()
+        finally:
+            ended = self.guard.end()
+            if ended:
+                self._event("ended_processes", processes=ended)
+                self.report(f"ended {len(ended)} process(es) this run started: " + "; ".join(ended))
+            atomic_write_text(self.run_dir / "timeline.json", json.dumps(self.timeline, indent=1))
+
+    def _end_launch(self) -> None:
+        """End whatever is left of the current launch (workers torchrun did not stop)."""
+        ended = self.guard.end()
+        if ended:
+            self._event("ended_processes", processes=ended)
+
+    def _run(self) -> RunOutcome:
         config = self.controller.config
         launches = 0
         configs = []
@@ -233,17 +324,15 @@ class LocalRunner:
                             }
                         )
                         last_progress = self.now()
-                for fault in list(self.faults):
-                    if self.controller.iteration >= fault.iteration:
+                for fault in [f for f in self.faults if self.controller.iteration >= f.iteration]:
+                    state = self._fire(fault, len(layout))
+                    if state != "wait":
                         self.faults.remove(fault)
-                        self._fire(fault)
-                        if fault.kind == "preempt":
-                            failed_rank = (fault.rank, "preempted (injected SIGKILL)")
+                    if state == "fired" and fault.kind == "preempt":
+                        failed_rank = (fault.rank, "preempted (injected SIGKILL)")
                 beats = self._heartbeats()
                 if len(beats) < len(layout):  # still starting: the hang clock runs once every rank is up
                     if self.now() - last_progress > max(self.hang_timeout_s, STARTUP_TIMEOUT_S):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait()
                         raise SriftyError(
                             f"only {len(beats)} of {len(layout)} workers started within "
                             f"{max(self.hang_timeout_s, STARTUP_TIMEOUT_S):.0f} s; see {self.run_dir / 'torchrun.log'}"
@@ -254,8 +343,8 @@ class LocalRunner:
                 if self.now() - last_progress > self.hang_timeout_s:
                     failed_rank = self._hung_rank(beats)
                     self._event("hang_detected", detail=failed_rank[1])
-                    os.killpg(proc.pid, signal.SIGKILL)
                     break
+            self._end_launch()
             proc.wait()
             lines, offset = self._progress_lines(offset)
             for line in lines:
@@ -276,9 +365,12 @@ class LocalRunner:
                 decision = self.controller.on_hang(group.instance.name, group.market, self.now(), failed_rank[1])
             self._event(decision.action, reason=decision.reason, config=decision.config)
             config = self.controller.config
+        for fault in self.faults:
+            self._skip(fault, f"the run finished at iteration {self.controller.iteration} first")
         self._event("finished", config=config.notation())
-        atomic_write_text(self.run_dir / "timeline.json", json.dumps(self.timeline, indent=1))
-        return RunOutcome(self.controller.iteration, launches, configs, self.timeline, self.controller.log.path)
+        return RunOutcome(
+            self.controller.iteration, launches, configs, self.timeline, self.controller.log.path, self.warnings
+        )
 
     def _worker_failure(self) -> tuple[int, str] | None:
         """Why torchrun failed, from its error report in this launch's part of ``torchrun.log``.

@@ -58,6 +58,15 @@ def batch_offset(rank: int | None = None, environ: Mapping[str, str] | None = No
     return r * rank_local_batch(r, env)
 
 
+def _scalar(value: float | torch.Tensor | None) -> float | None:
+    """A float from a loss given as a number or a one-element tensor (detached: no autograd warning)."""
+    if value is None:
+        return None
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().item())
+    return float(value)
+
+
 class RunReporter:
     """Writes this rank's heartbeat (``rank<R>.json``) and, on rank 0, one progress line per iteration."""
 
@@ -65,16 +74,20 @@ class RunReporter:
         folder = run_dir or os.environ.get("SRIFTY_RUN_DIR")
         self.run_dir = Path(folder) if folder else None
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
+        # `srifty run` tells launches apart by this id, so a leftover worker of another run is never read
+        self.launch = os.environ.get("SRIFTY_LAUNCH_ID")
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self.beat(iteration=-1, phase="started")
 
-    def beat(self, iteration: int, phase: str = "done", loss: float | None = None) -> None:
-        """Record that this rank reached ``iteration`` (``phase``: started/done)."""
+    def beat(self, iteration: int, phase: str = "done", loss: float | torch.Tensor | None = None) -> None:
+        """Record that this rank reached ``iteration`` (``phase``: started/done); ``loss`` may be a tensor."""
         if self.run_dir is None:
             return
+        loss = _scalar(loss)
         record: dict[str, Any] = {
             "rank": self.rank,
+            "launch": self.launch,
             "pid": os.getpid(),
             "iteration": iteration,
             "phase": phase,
@@ -83,11 +96,13 @@ class RunReporter:
         }
         atomic_write_text(self.run_dir / f"rank{self.rank}.json", json.dumps(record))
 
-    def iteration_done(self, iteration: int, loss: float | None = None) -> None:
+    def iteration_done(self, iteration: int, loss: float | torch.Tensor | None = None) -> None:
         """``iteration`` (1-based count) finished; rank 0 appends it to ``progress.jsonl``."""
+        loss = _scalar(loss)
         self.beat(iteration, "done", loss)
         if self.run_dir is not None and self.rank == 0:
-            line = json.dumps({"iteration": iteration, "time": time.time(), "loss": loss}) + "\n"
+            record = {"iteration": iteration, "launch": self.launch, "time": time.time(), "loss": loss}
+            line = json.dumps(record) + "\n"
             with open(self.run_dir / "progress.jsonl", "a", encoding="utf-8") as handle:
                 handle.write(line)
                 handle.flush()

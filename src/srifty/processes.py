@@ -1,0 +1,222 @@
+"""Processes srifty starts, and ending every one of them on every exit path.
+
+``torchrun`` starts each worker in a session of its own, so killing torchrun's process group does not
+reach the workers: they are re-parented to init and keep training (or stay stopped, or block in a
+collective). A :class:`ProcessGuard` therefore marks everything it starts with an environment variable
+of its own, ``SRIFTY_OWNER_<token>``, which every descendant inherits whatever session or namespace it
+runs in, and ends the processes that carry the mark, plus the descendants of the ones it started, when
+its ``with`` block exits: on success, on an error, on Ctrl-C, and on SIGTERM or SIGHUP (turned into
+:class:`SystemExit` by :func:`signals_as_exit`). Nothing else is ever signalled: a process is ended only
+if this guard started it or carries this guard's own mark.
+
+Linux only (it reads ``/proc``). A process that clears its environment and leaves the guard's process
+tree (a double-forked daemon with ``env -i``) escapes it; srifty starts none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import FrameType
+
+OWNER_PREFIX = "SRIFTY_OWNER_"
+PROC = Path("/proc")
+
+
+def owner_variable(token: str) -> str:
+    """The environment variable that marks a guard's processes."""
+    return f"{OWNER_PREFIX}{token}"
+
+
+def _ppid_map() -> dict[int, int]:
+    """``{pid: parent pid}`` of every process visible in ``/proc``."""
+    parents = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # the command name is in parentheses and may contain spaces; fields after it are fixed
+        fields = stat[stat.rfind(")") + 2 :].split()
+        parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living descendant of ``pid`` (children, grandchildren, …), parents first."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _ppid_map().items():
+        children.setdefault(parent, []).append(child)
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        nxt = []
+        for p in frontier:
+            for c in children.get(p, []):
+                if c not in found:
+                    found.append(c)
+                    nxt.append(c)
+        frontier = nxt
+    return found
+
+
+def pids_marked(variable: str) -> list[int]:
+    """Processes whose environment carries ``variable`` (excluding this one), by reading ``/proc/*/environ``.
+
+    A process's ``environ`` is what it was started with, so the process that set the variable in its own
+    ``os.environ`` is not listed; its children are.
+    """
+    needle = variable.encode() + b"="
+    found = []
+    me = os.getpid()
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if environ.startswith(needle) or b"\0" + needle in environ:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def describe(pid: int) -> str:
+    """``pid (command line)`` for messages; the command line is shortened."""
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return f"{pid} (gone)"
+    text = raw.replace(b"\0", b" ").decode(errors="replace").strip() or "?"
+    return f"{pid} ({text[:100]})"
+
+
+def is_alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
+
+
+def end_processes(pids: list[int], grace_s: float = 3.0) -> list[int]:
+    """Ask ``pids`` to stop (SIGCONT then SIGTERM), wait up to ``grace_s``, then SIGKILL what is left.
+
+    Returns the pids that were alive when this began. Stopped processes get SIGCONT so that SIGTERM can
+    act; SIGKILL ends them either way.
+    """
+    alive = [p for p in pids if is_alive(p)]
+    if not alive:
+        return []
+    for sig in (signal.SIGCONT, signal.SIGTERM):
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(is_alive(p) for p in alive):
+        time.sleep(0.05)
+    for pid in alive:
+        if is_alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(is_alive(p) for p in alive):
+        time.sleep(0.05)
+    return alive
+
+
+class ProcessGuard:
+    """Starts processes marked as this guard's, and ends all of them (and theirs) on exit.
+
+    Use as a context manager; :meth:`popen` starts a child with the mark, :meth:`end` ends everything
+    (also called by ``__exit__``). ``ended`` lists ``pid (command)`` of what the last :meth:`end` stopped.
+
+    Args:
+        label: a short word in the token, to tell guards apart in ``/proc``.
+        grace_s: seconds between SIGTERM and SIGKILL.
+    """
+
+    def __init__(self, label: str = "run", grace_s: float = 3.0) -> None:
+        self.token = f"{label}_{uuid.uuid4().hex[:12]}"
+        self.variable = owner_variable(self.token)
+        self.grace_s = grace_s
+        self.children: list[subprocess.Popen[bytes]] = []
+        self.ended: list[str] = []
+
+    def env(self, base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+        """``base`` (``os.environ`` by default) plus ``extra`` and this guard's mark."""
+        return {**(os.environ if base is None else base), **extra, self.variable: "1"}
+
+    def popen(self, args: list[str], env: Mapping[str, str] | None = None, **kwargs: object) -> subprocess.Popen[bytes]:
+        """Start ``args`` (an argument vector, never a shell string) marked as this guard's."""
+        if isinstance(args, str | bytes):
+            raise TypeError("pass an argument vector, not a shell string")
+        proc = subprocess.Popen(args, env=self.env(env), **kwargs)  # type: ignore[call-overload]
+        self.children.append(proc)
+        return proc
+
+    def pids(self) -> list[int]:
+        """Living processes of this guard: its children, their descendants, and anything with its mark."""
+        found: list[int] = []
+        for proc in self.children:
+            if proc.poll() is None:
+                found.append(proc.pid)
+            found += descendants(proc.pid)
+        found += pids_marked(self.variable)
+        unique = list(dict.fromkeys(found))
+        return [p for p in unique if p != os.getpid() and is_alive(p)]
+
+    def owns(self, pid: int) -> bool:
+        """Whether ``pid`` is one of this guard's processes (checked before signalling it)."""
+        return pid in self.pids()
+
+    def end(self) -> list[str]:
+        """End every process of this guard; returns (and keeps in ``ended``) what was running."""
+        pids = self.pids()
+        shown = [describe(p) for p in pids]
+        ended = set(end_processes(pids, self.grace_s))
+        # a child that forked while the first round ran is found by its mark now
+        late = [p for p in self.pids() if p not in ended]
+        shown += [describe(p) for p in late]
+        ended |= set(end_processes(late, 0.5))
+        for proc in self.children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=1.0)
+        self.ended = [s for s, p in zip(shown, pids + late, strict=True) if p in ended]
+        return self.ended
+
+    def __enter__(self) -> ProcessGuard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+
+@contextlib.contextmanager
+def signals_as_exit(signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
+    """Turn ``signals`` into :class:`SystemExit` (code 128 + signal) inside the block, so that ``finally``
+    and ``with`` clean-ups run when srifty is terminated; the previous handlers come back afterwards.
+    Ctrl-C (SIGINT) already raises :class:`KeyboardInterrupt`. Outside the main thread this does nothing."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = {sig: signal.signal(sig, handler) for sig in signals}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
