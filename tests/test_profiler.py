@@ -120,3 +120,43 @@ def test_cli_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def
     assert code == 2 and "does not exist" in err
     code, _, err = cli("profile")
     assert code == 2 and "--model" in err
+
+
+BARE = """
+from torch import nn
+
+
+def classifier():
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 10))
+
+
+def tokens():
+    return nn.Sequential(nn.Embedding(50, 4), nn.Flatten(), nn.Linear(4 * 6, 3))
+"""
+
+
+def test_a_factory_returning_a_bare_module_profiles_with_input_shape(cli, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "bare_models.py").write_text(BARE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    common = ("--max-batch", "4", "--iters", "2", "--warmup", "1", "--no-op-counts", "--threads", "1")
+    code, _, err = cli("profile", "--model", "bare_models:classifier", *common, "--out", str(tmp_path / "x.json"))
+    assert code == 2 and "returns a bare nn.Module" in err and "--input-shape" in err
+    code, _, err = cli(
+        "profile",
+        "--model",
+        "bare_models:classifier",
+        "--input-shape",
+        "3x8x8",
+        *common,
+        "--out",
+        str(tmp_path / "c.json"),
+    )
+    assert code == 0, err
+    assert load_profile(tmp_path / "c.json").input_description == "3x8x8 float32"
+    code, _, err = cli(
+        "profile", "--model", "bare_models:tokens", "--input-shape", "6", "--input-vocab", "50", *common,
+        "--out", str(tmp_path / "t.json"),
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = cli("profile", "--model", "bare_models:classifier", "--input-shape", "3x9x9", *common)
+    assert code == 2 and "cannot take inputs of shape (batch, 3, 9, 9)" in " ".join(err.split())

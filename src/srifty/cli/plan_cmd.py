@@ -218,4 +218,6 @@ def simulate_command(
     out.print(table)
     for gpu, where in sorted(inputs.sources.items()):
         out.print(f"profile {gpu}: {where}")
+    for warning in inputs.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
     out.print(f"bandwidth model: {inputs.net_source}")

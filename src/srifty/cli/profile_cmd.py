@@ -59,6 +59,13 @@ def profile(
         ),
     ] = True,
     op_iters: Annotated[int, typer.Option(help="Instrumented iterations per batch for the op counts.")] = 1,
+    input_shape: Annotated[
+        str | None,
+        typer.Option(help="For a module:function returning a bare nn.Module: one sample's shape, e.g. 3x224x224."),
+    ] = None,
+    input_vocab: Annotated[
+        int | None, typer.Option(help="With --input-shape: inputs are token ids below this, e.g. 30522.")
+    ] = None,
 ) -> None:
     """Measure MODEL on a device and write a profile file (`srifty profile --model resnet18`)."""
     if ctx.invoked_subcommand is not None:
@@ -67,8 +74,12 @@ def profile(
         raise ProfileError("name the model to profile with --model, e.g. `srifty profile --model resnet18`.")
     from srifty.compute import parse_model_name
     from srifty.compute.measure import profile_model, profile_options
+    from srifty.compute.measure.workloads import parse_sample_shape
 
     parse_model_name(model)
+    shape = None if input_shape is None else parse_sample_shape(input_shape)
+    if input_vocab is not None and (shape is None or input_vocab < 1):
+        raise ProfileError(f"--input-vocab {input_vocab} needs --input-shape and a vocabulary of at least 1 token.")
     if max_probes < 2:
         raise ProfileError(f"--max-probes must be at least 2, got {max_probes}")
     if op_iters < 1:
@@ -93,6 +104,8 @@ def profile(
         seed=seed,
         count_ops=op_counts,
         op_iters=op_iters,
+        input_shape=shape,
+        input_vocab=input_vocab,
     )
     with Progress(
         TextColumn("[bold]{task.description}"),

@@ -4,6 +4,10 @@ A :class:`Profile` is a value; it is saved as a versioned JSON artefact (kind ``
 samples and fitted models are kept apart: ``samples`` are the raw per-iteration latencies at each probed
 batch, ``latency`` and ``memory`` are fitted from them and never overwrite them. An *estimated* profile
 (for a device nobody measured) says so in ``estimated_from`` and carries no samples of its own.
+
+A measured profile records the machine it ran on (``machine``, a :class:`~srifty.compute.machine.MachineRecord`,
+kept as its own sub-record beside ``device``). Profiles written before that field existed load with
+``machine`` set to ``None`` (an unknown machine); the key is optional, so the schema version is unchanged.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from srifty.artifacts import Migration, read_json_artifact, write_json_artifact
 from srifty.compute.buckets import Bucket, assign_buckets
 from srifty.compute.latency import LatencyModel
+from srifty.compute.machine import MachineRecord
 from srifty.compute.memory import MemoryModel
 from srifty.compute.work import OpWork
 from srifty.errors import ProfileError
@@ -187,6 +192,7 @@ class Profile:
     work: OpWork | None = None
     estimate: EstimateInfo | None = None
     spread_points: tuple[SpreadPoint, ...] = ()
+    machine: MachineRecord | None = None
 
     def __post_init__(self) -> None:
         missing = [p for p in PHASES if p not in self.latency]
@@ -338,6 +344,7 @@ class Profile:
             "estimate": None if self.estimate is None else self.estimate.__dict__,
             "spread_points": [p.__dict__ for p in self.spread_points],
             "work": None if self.work is None else self.work.to_dict(),
+            "machine": None if self.machine is None else self.machine.to_dict(),
             "notes": self.notes,
             "extra": dict(self.extra),
         }
@@ -398,6 +405,7 @@ class Profile:
                 work=None if data.get("work") is None else OpWork.from_dict(data["work"]),
                 estimate=None if data.get("estimate") is None else EstimateInfo(**data["estimate"]),
                 spread_points=tuple(SpreadPoint(**p) for p in data.get("spread_points", ())),
+                machine=None if data.get("machine") is None else MachineRecord.from_dict(data["machine"]),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ProfileError(f"malformed profile: {type(err).__name__} {err}; regenerate it") from None

@@ -70,7 +70,9 @@ def plan_job(
         return compute_latency_ms(resolved.profiles, cand, batch)
 
     plan = make_plan(problem, predictor, latency, entry, mode, max_sim_calls, top_k)
-    plan = dataclasses.replace(plan, profile_sources=dict(resolved.sources), spec_name=spec.name)
+    plan = dataclasses.replace(
+        plan, profile_sources=dict(resolved.sources), spec_name=spec.name, notes=plan.notes + resolved.warnings
+    )
     return plan, resolved
 
 

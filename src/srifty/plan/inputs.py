@@ -30,6 +30,7 @@ class PlanInputs:
     net_model: BusBandwidthModel
     net_source: str
     measure_hints: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def _check_model(profile: Profile, spec: JobSpec, origin: str) -> None:
@@ -50,13 +51,17 @@ def measure_command(model: str, gpu: str, instance: str) -> str:
 
 def resolve_profiles(
     spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None
-) -> tuple[dict[str, Profile], dict[str, str], dict[str, str]]:
-    """Profiles by catalog GPU name for every candidate type (or for ``instances``), their sources, and how
-    to measure the estimated ones.
+) -> tuple[dict[str, Profile], dict[str, str], dict[str, str], list[str]]:
+    """Profiles by catalog GPU name for every candidate type (or for ``instances``), their sources, how to
+    measure the estimated ones, and warnings about measurements mixed from different software or settings
+    (:func:`srifty.compute.provenance.mixing_warnings`).
 
     Raises:
-        ProfileError: a listed file profiles another model, or a GPU has no profile and none can be estimated.
+        ProfileError: a listed file profiles another model, the job's CPU profiles come from different
+            machines, or a GPU has no profile and none can be estimated.
     """
+    from srifty.compute.provenance import check_one_machine, mixing_warnings
+
     available: dict[str, Profile] = {}
     sources: dict[str, str] = {}
     for path in spec.model.profiles:
@@ -71,6 +76,9 @@ def resolve_profiles(
         if label not in available and profile.precision == spec.model.precision:
             available[label] = profile
             sources[label] = f"bundled, measured on {profile.device.name} ({profile.device.kind})"
+    named = {f"{label} ({sources[label]})": p for label, p in available.items()}
+    check_one_machine(named)
+    warnings = mixing_warnings(named)
     hints: dict[str, str] = {}
     needed: dict[str, str] = {}
     targets = instances or [catalog.get(c.instance_type, region=spec.region, cloud=spec.cloud) for c in spec.candidates]
@@ -91,7 +99,7 @@ def resolve_profiles(
         profiles[gpu] = estimate
         sources[gpu] = f"estimated from {reason}"
         hints[gpu] = measure_command(model_name, gpu, instance_name)
-    return profiles, {gpu: sources[gpu] for gpu in profiles}, hints
+    return profiles, {gpu: sources[gpu] for gpu in profiles}, hints, warnings
 
 
 def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Profile, str]:
@@ -113,6 +121,6 @@ def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:
 
 def resolve(spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None) -> PlanInputs:
     """Profiles (for the spec's candidates, or for ``instances``) and the bandwidth model for ``spec``."""
-    profiles, sources, hints = resolve_profiles(spec, catalog, instances)
+    profiles, sources, hints, warnings = resolve_profiles(spec, catalog, instances)
     net, net_source = resolve_net_model(spec)
-    return PlanInputs(profiles, sources, net, net_source, hints)
+    return PlanInputs(profiles, sources, net, net_source, hints, tuple(warnings))

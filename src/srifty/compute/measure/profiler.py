@@ -21,9 +21,10 @@ from srifty import __version__
 from srifty.compute.buckets import assign_buckets
 from srifty.compute.latency import default_candidates, fit_latency_curve, fit_piecewise_linear
 from srifty.compute.measure.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
+from srifty.compute.measure.machine import current_machine
 from srifty.compute.measure.opcount import record_work
 from srifty.compute.measure.peaks import MeasuredPeaks, measure_peaks
-from srifty.compute.measure.workloads import Workload, build_workload, call_model, to_device
+from srifty.compute.measure.workloads import SampleSpec, Workload, build_workload, call_model, to_device
 from srifty.compute.memory import find_max_batch, fit_memory_model
 from srifty.compute.profile import PHASES, DeviceInfo, ParamInfo, PhaseSamples, Profile
 from srifty.compute.work import OpWork
@@ -58,6 +59,9 @@ class ProfileOptions:
             sizes) and the device's roofline ceilings, which cross-GPU estimates need.
         op_iters: instrumented iterations per batch size for the op counts (per-op median time).
         peak_seconds: about how long each ceiling measurement runs on a CPU (matmul, copy).
+        input_shape: for a ``package.module:function`` that returns a bare ``nn.Module``: one input
+            sample's shape (without the batch).
+        input_vocab: with ``input_shape``: inputs are token ids below this, not floats.
     """
 
     device: str = "cpu"
@@ -76,6 +80,8 @@ class ProfileOptions:
     count_ops: bool = True
     op_iters: int = 1
     peak_seconds: float = 0.5
+    input_shape: tuple[int, ...] | None = None
+    input_vocab: int | None = None
 
 
 class _Trainer:
@@ -262,7 +268,10 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     report = progress or (lambda stage, done, total: None)
     if options.threads:
         torch.set_num_threads(options.threads)
-    workload = build_workload(name, seq_len=options.seq_len, image_size=options.image_size, seed=options.seed)
+    sample = None if options.input_shape is None else SampleSpec(options.input_shape, options.input_vocab)
+    workload = build_workload(
+        name, seq_len=options.seq_len, image_size=options.image_size, seed=options.seed, sample=sample
+    )
     trainer = _Trainer(workload, options)
     is_cuda = trainer.is_cuda
     memory_limit = options.memory_limit_bytes or int(0.8 * available_memory_bytes())
@@ -366,6 +375,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         extra={"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed},
         work=work,
         notes=note,
+        machine=current_machine(),
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -62,8 +63,50 @@ def to_device(obj: Any, device: torch.device) -> Any:
     return obj
 
 
+@dataclass(frozen=True)
+class SampleSpec:
+    """One synthetic input sample for a factory that returns a bare ``nn.Module``.
+
+    Attributes:
+        shape: the sample's dimensions, without the batch (``(3, 224, 224)`` for an image).
+        vocab: ``None`` for float inputs (standard normal); else integer token ids in ``[0, vocab)``.
+    """
+
+    shape: tuple[int, ...]
+    vocab: int | None = None
+
+    def describe(self) -> str:
+        """``3x224x224 float32`` or ``128 token ids < 30522``."""
+        dims = "x".join(str(d) for d in self.shape)
+        return f"{dims} float32" if self.vocab is None else f"{dims} token ids < {self.vocab}"
+
+
+def parse_sample_shape(text: str) -> tuple[int, ...]:
+    """``"3x224x224"`` or ``"3,224,224"`` → ``(3, 224, 224)``.
+
+    Raises:
+        ProfileError: not positive integers separated by ``x`` or ``,``, or absurdly large.
+    """
+    parts = [p.strip() for p in text.lower().replace(",", "x").split("x")]
+    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ProfileError(
+            f"--input-shape '{text}' is not a sample shape; give positive integers separated by x, for example "
+            "3x224x224 (an image) or 128 (a sequence)."
+        )
+    shape = tuple(int(p) for p in parts)
+    if len(shape) > 8 or int(np.prod(shape, dtype=np.float64)) > 2**31:
+        raise ProfileError(f"--input-shape '{text}' has {len(shape)} dimensions and too many elements for one sample.")
+    return shape
+
+
 def build_workload(
-    name: str, *, seq_len: int = 128, image_size: int | None = None, num_classes: int = 1000, seed: int = 0
+    name: str,
+    *,
+    seq_len: int = 128,
+    image_size: int | None = None,
+    num_classes: int = 1000,
+    seed: int = 0,
+    sample: SampleSpec | None = None,
 ) -> Workload:
     """Build the workload ``name`` with seeded weights.
 
@@ -73,18 +116,25 @@ def build_workload(
         image_size: pixels per side for torchvision models; defaults to the model's native size.
         num_classes: classifier width for torchvision models.
         seed: seeds the weights and the synthetic data.
+        sample: for a factory that returns a bare ``nn.Module``: one input sample's shape (and vocabulary
+            for token ids). Only for ``package.module:function`` models.
 
     Raises:
-        ProfileError: unknown name, a factory that cannot be imported or returns the wrong shape, or an
-            image size the model cannot take.
+        ProfileError: unknown name, a factory that cannot be imported or returns the wrong shape, a bare
+            module without ``sample``, or an image size the model cannot take.
     """
     ref = parse_model_name(name)
+    if sample is not None and ref.kind != "factory":
+        raise ProfileError(
+            f"--input-shape is for package.module:function models that return a bare nn.Module; {name} "
+            "makes its own inputs (use --image-size or --seq-len)."
+        )
     torch.manual_seed(seed)
     if ref.kind == "torchvision":
         return _torchvision(ref.key, image_size, num_classes)
     if ref.kind == "hf":
         return _huggingface(ref.key, seq_len)
-    return _factory(ref.key)
+    return _factory(ref.key, sample)
 
 
 def _torchvision(name: str, image_size: int | None, num_classes: int) -> Workload:
@@ -136,7 +186,7 @@ def _huggingface(key: str, seq_len: int) -> Workload:
     return Workload(f"hf:{key}", "hf", model, make_batch, loss_fn, f"{seq_len} tokens")
 
 
-def _factory(path: str) -> Workload:
+def _factory(path: str, sample: SampleSpec | None = None) -> Workload:
     module_name, _, func_name = path.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -146,9 +196,58 @@ def _factory(path: str) -> Workload:
     if not callable(factory):
         raise ProfileError(f"'{module_name}' has no function '{func_name}' (model '{path}').")
     made = factory()
+    if isinstance(made, nn.Module):
+        return _bare_module(path, made, sample)
     if not (isinstance(made, tuple) and len(made) == 3 and isinstance(made[0], nn.Module)):
         raise ProfileError(
-            f"'{path}' must return (model, make_batch, loss_fn) with model an nn.Module; got {type(made).__name__}."
+            f"'{path}' must return an nn.Module (then give --input-shape) or (model, make_batch, loss_fn) with "
+            f"model an nn.Module; got {type(made).__name__}."
         )
     model, make_batch, loss_fn = made
     return Workload(path, "factory", model, make_batch, loss_fn, "factory-defined sample")
+
+
+def _bare_module(path: str, model: nn.Module, sample: SampleSpec | None) -> Workload:
+    """A workload around a bare module: synthetic inputs of ``sample``'s shape; cross-entropy against
+    random labels when the output is ``(batch, classes)``, else the mean square of the output (same
+    backward pass, no labels needed)."""
+    if sample is None:
+        raise ProfileError(
+            f"'{path}' returns a bare nn.Module, so srifty needs the shape of one input sample: add --input-shape "
+            "(for example --input-shape 3x224x224 for images, or --input-shape 128 --input-vocab 30522 for token "
+            "ids), or make the factory return (model, make_batch, loss_fn)."
+        )
+
+    def inputs(batch_size: int) -> torch.Tensor:
+        if sample.vocab is None:
+            return torch.randn(batch_size, *sample.shape)
+        return torch.randint(0, sample.vocab, (batch_size, *sample.shape))
+
+    try:
+        with torch.no_grad():
+            probe = model(inputs(2))
+    except Exception as err:  # the user's model: any error means the shape does not fit it
+        raise ProfileError(
+            f"'{path}' cannot take inputs of shape (batch, {', '.join(map(str, sample.shape))}): "
+            f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}. Fix --input-shape."
+        ) from None
+    if not isinstance(probe, torch.Tensor) or not probe.is_floating_point():
+        raise ProfileError(
+            f"'{path}' returns {type(probe).__name__} outputs, not one float tensor; make the factory return "
+            "(model, make_batch, loss_fn) so srifty knows the loss."
+        )
+    if probe.dim() == 2:
+        classes = int(probe.shape[1])
+
+        def make_batch(batch_size: int) -> tuple[Any, Any]:
+            return inputs(batch_size), torch.randint(0, classes, (batch_size,))
+
+        return Workload(path, "factory", model, make_batch, nn.CrossEntropyLoss(), sample.describe())
+
+    def make_unlabelled(batch_size: int) -> tuple[Any, Any]:
+        return inputs(batch_size), None
+
+    def mean_square(output: Any, _target: Any) -> torch.Tensor:
+        return output.float().pow(2).mean()
+
+    return Workload(path, "factory", model, make_unlabelled, mean_square, sample.describe())
