@@ -194,3 +194,25 @@ def test_cgf_prefers_cheap_gpus_at_full_batch_and_fgf_fast_gpus_at_64() -> None:
     assert cgf is not None and fgf is not None
     assert {g.instance.name for g in cgf.config.groups} == {"t4.4"} and cgf.config.groups[0].local_batch == 256
     assert fgf.config.groups[0].instance.name == "v100.4" and fgf.config.groups[0].local_batch == 64
+
+
+@pytest.mark.parametrize("mode", ["exhaustive", "ilp"])
+def test_case6_names_the_deadline_as_binding_in_both_search_modes(mode: str, cli) -> None:  # type: ignore[no-untyped-def]
+    """Paper case 6 is infeasible under srifty's estimates because of its deadline. The anchor + ILP search
+    skipped every anchor on the deadline and then blamed the batch equation."""
+    from tests.conftest import EXAMPLES
+
+    code, _, err = cli("plan", str(EXAMPLES / "case6-inception.yaml"), "--mode", mode)
+    text = " ".join(err.split())
+    assert code == 2 and "(deadline binds)" in text and "finishes in" in text, text
+
+
+@pytest.mark.parametrize(
+    ("constraints", "binds"), [({"deadline_s": 160.0}, "deadline"), ({"budget_usd": 1e-4}, "budget")]
+)
+def test_exhaustive_and_ilp_name_the_same_binding_constraint(constraints: dict[str, float], binds: str) -> None:
+    for mode in ("exhaustive", "ilp"):
+        spec = problem({"t4.1": 8, "v100.4": 2}, 256, goal="min_cost", **constraints)  # type: ignore[arg-type]
+        plan = make_plan(spec, evaluator(), latency_ms, mode=mode)  # type: ignore[arg-type]
+        assert plan.best is None and plan.infeasibility is not None
+        assert plan.infeasibility.binding_constraint == binds, (mode, plan.infeasibility.message)

@@ -123,3 +123,24 @@ def test_relative_profile_paths_resolve_against_the_spec(tmp_path: Path) -> None
     path.write_text(yaml.safe_dump(_with(model={"name": "resnet50", "profiles": ["p/t4.json"]})))
     spec = load_spec(path)
     assert spec.model.profiles == (path.parent / "p" / "t4.json",)
+
+
+@pytest.mark.parametrize("written", ["on-demand", "On-Demand", "ondemand", "on demand", "on_demand"])
+def test_market_accepts_the_common_spellings_of_on_demand(written: str) -> None:
+    data = {**VALID, "candidates": [{"instance_type": "g4dn.8xlarge", "market": written, "quota": 8}]}
+    assert spec_from_mapping(data).candidates[0].market == "on_demand"
+    spot = {**VALID, "candidates": [{"instance_type": "g4dn.8xlarge", "market": "Spot", "quota": 8}]}
+    assert spec_from_mapping(spot).candidates[0].market == "spot"
+
+
+def test_an_unknown_market_still_names_the_valid_ones() -> None:
+    data = {**VALID, "candidates": [{"instance_type": "g4dn.8xlarge", "market": "reserved", "quota": 8}]}
+    with pytest.raises(SpecError, match=r"candidates\[0\]\.market must be one of 'spot', 'on_demand'"):
+        spec_from_mapping(data)
+
+
+def test_config_notation_takes_on_demand_spelled_with_a_dash() -> None:
+    from srifty.sim import parse_config
+
+    config = parse_config("2xg4dn.8xlarge@16[on-demand],1xp3.2xlarge@32[Spot]", "us-east-1")
+    assert [g.market for g in config.groups] == ["on_demand", "spot"]

@@ -17,6 +17,11 @@ program (HiGHS, through ``scipy.optimize.milp``)::
 
 and anchors whose compute-only time ``T_L`` already misses the deadline are skipped. Each solution is then
 simulated, so the linearisation only steers the search; constraints are checked on the simulated time.
+
+When that leaves nothing (every anchor misses the deadline, or the linear budget admits no counts), the
+sweep solves the anchors again from the fastest, without the deadline skip and the budget row, and scores
+the first configuration found: the job is then infeasible for the deadline or the budget, and the
+explanation must say so (as exhaustive search does), not that no counts place the global batch.
 """
 
 from __future__ import annotations
@@ -101,14 +106,16 @@ def solve_counts(
     problem: PlanProblem,
     est_time_s: float,
     weights: Sequence[float],
+    with_budget: bool = True,
 ) -> list[int] | None:
-    """Integer counts minimising ``Σ weights·counts`` under the batch equation, quotas and linear budget."""
+    """Integer counts minimising ``Σ weights·counts`` under the batch equation, quotas and (unless
+    ``with_budget`` is off) the linear budget."""
     n = len(cands)
     per_vm = np.array([c.gpus * b for c, b in zip(cands, batches, strict=True)], dtype=float)
     rows = [per_vm]
     lower = [float(problem.global_batch)]
     upper = [float(problem.global_batch)]
-    if problem.budget_usd is not None:
+    if with_budget and problem.budget_usd is not None:
         rows.append(np.array([c.price_usd_per_hour * est_time_s / 3600.0 for c in cands]))
         lower.append(-np.inf)
         upper.append(problem.budget_usd)
@@ -159,6 +166,15 @@ def anchor_ilp(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
             key = config.notation()
             if key not in seen:
                 seen[key] = score(problem, config, predictor.predict(config))
+    if not seen:  # nothing within the deadline or linear budget: find the fastest placement to explain why
+        for target in anchor_latencies_ms(cands, latency_ms):
+            usable = [(c, b) for c in cands if (b := _largest_batch_within(c, target, latency_ms)) is not None]
+            used, sizes = [c for c, _ in usable], [int(b) for _, b in usable]
+            counts = solve_counts(used, sizes, problem, 0.0, [1.0] * len(used), with_budget=False)
+            n_solved += 1
+            if counts is not None and sum(counts) > 0:
+                config = config_of(used, counts, sizes)
+                return [score(problem, config, predictor.predict(config))], n_solved
     return list(seen.values()), n_solved
 
 

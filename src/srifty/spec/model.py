@@ -8,10 +8,11 @@ quota) may be rented. Units are in the field names.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PositiveFloat,
@@ -24,6 +25,18 @@ SPEC_SCHEMA_VERSION = 1
 
 Goal = Literal["min_time", "min_cost"]
 Precision = Literal["fp32", "bf16"]
+
+
+def _market_alias(value: Any) -> Any:
+    """``on-demand``, ``On Demand`` and ``ondemand`` mean ``on_demand``; ``Spot`` means ``spot``."""
+    if not isinstance(value, str):
+        return value
+    key = value.strip().lower().replace("-", "_").replace(" ", "_")
+    return "on_demand" if key == "ondemand" else key
+
+
+#: A market, with the common spellings accepted (see :func:`_market_alias`).
+Market = Annotated[Literal["spot", "on_demand"], BeforeValidator(_market_alias)]
 
 # Paper (section "Continual Optimization", evaluation): EC2 launch expected 150 s, EBS detach 5 s.
 DEFAULT_VM_LAUNCH_S = 150.0
@@ -59,7 +72,7 @@ class CandidateSpec(_Strict):
     """One instance type the planner may rent, on one market, at most ``quota`` VMs of it."""
 
     instance_type: str = Field(min_length=1)
-    market: Literal["spot", "on_demand"] = "on_demand"
+    market: Market = "on_demand"
     quota: PositiveInt
     zone: str | None = None
 
@@ -76,7 +89,7 @@ class PreemptionSpec(_Strict):
 
     at_iteration: PositiveInt
     instance_type: str = Field(min_length=1)
-    market: Literal["spot", "on_demand"] = "spot"
+    market: Market = "spot"
     count: PositiveInt = 1
 
 
@@ -165,7 +178,7 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "region": "a region name such as us-east-1",
     "candidates": "a non-empty list of {instance_type, market, quota}",
     "candidates.instance_type": "an instance type name from the catalog, such as g4dn.8xlarge",
-    "candidates.market": "one of 'spot', 'on_demand'",
+    "candidates.market": "one of 'spot', 'on_demand' (also written on-demand)",
     "candidates.quota": "a positive integer (the most VMs of this type you may rent)",
     "candidates.zone": "an availability zone name",
     "overheads": "a mapping with vm_launch_s and checkpoint_restore_s",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from srifty.catalog import Catalog, InstanceType, Market, load_catalog
 from srifty.errors import CatalogError, SpecError
 
-_GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\S+?)\s*@\s*(\d+)\s*(?:\[(spot|on_demand)\])?\s*$")
+_GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\S+?)\s*@\s*(\d+)\s*(?:\[(spot|on[_-]?demand)\])?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,8 @@ def parse_config(
                 f"'{part.strip()}' is not a config group; write <count>x<instance>@<local batch>, "
                 "for example 4xg4dn.12xlarge@64"
             )
-        count, name, batch, market = int(match.group(1)), match.group(2), int(match.group(3)), match.group(4)
+        count, name, batch = int(match.group(1)), match.group(2), int(match.group(3))
+        market = None if match.group(4) is None else ("spot" if match.group(4).lower() == "spot" else "on_demand")
         try:
             instance = cat.get(name, region=region, cloud=cloud)
         except CatalogError as err:
