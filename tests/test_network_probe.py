@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import srifty
 from srifty.network import read_probes
 from srifty.network.probe.runner import describe_lag, fmt_bytes
 from srifty.vocab import busbw_bytes_per_s
@@ -85,10 +86,26 @@ def test_a_hung_rank_times_out_cleanly_and_is_named(tmp_path: Path) -> None:
     assert "Hung: rank 1 on" in text and "(last at '4 B ×1, gathering times')" in text
     assert "while the others wait at '16 B ×1, warm-up'" in text
     # torchrun prints its own launcher traceback; none comes from srifty's code
-    frames = [line for line in result.stderr.splitlines() if line.strip().startswith('File "')]
-    assert not [line for line in frames if "srifty" in line]
+    assert not srifty_frames(result.stderr)
     # the step finished before the hang was saved
     assert len(read_probes(tmp_path / "p.parquet")) == 1
+
+
+def srifty_frames(text: str) -> list[str]:
+    """Traceback frames in srifty's own code. Matched on the package's folder, not on the word "srifty",
+    which a checkout's own path may contain (a clone in ~/srifty runs torch from ~/srifty/.venv)."""
+    package = Path(srifty.__file__).parent
+    folders = {str(package), str(package.resolve())}
+    frames = [line.strip() for line in text.splitlines() if line.strip().startswith('File "')]
+    return [f for f in frames if any(f.startswith(f'File "{folder}{os.sep}') for folder in folders)]
+
+
+def test_frames_are_told_apart_by_the_package_folder_not_the_checkout_path() -> None:
+    package = Path(srifty.__file__).parent
+    torch_frame = '  File "/home/u/srifty/.venv/lib/python3.11/site-packages/torch/distributed/run.py", line 9'
+    ours = f'  File "{package / "network" / "probe.py"}", line 3, in run_probe'
+    assert srifty_frames(torch_frame) == []
+    assert srifty_frames(f"Traceback:\n{torch_frame}\n{ours}\n") == [ours.strip()]
 
 
 def test_describe_lag_names_the_ranks_behind() -> None:
