@@ -13,19 +13,28 @@ on the same probe set, compute + communication without overlap, no variance).
 
 Run as root: ``python -m benchmarks.end_to_end`` (about 20 minutes on 2 cores). Writes BENCHMARKS.md
 ("End-to-end iteration-time prediction") and ``benchmarks/results/end_to_end.json``.
+
+Profiles are measured on this machine: a profile in ``--profiles-dir`` is reused only if it records this
+machine (:func:`srifty.compute.provenance.require_this_machine`); otherwise it is measured again here,
+since predicting this machine's iteration time from another machine's profile mixes two machines.
+
+Everything the benchmark starts (profiling runs, torchrun agents and workers, the testbed's namespaces,
+the CPU-quota cgroups) is named after this process and ended or removed on success, on an error, on
+Ctrl-C and on SIGTERM. Nothing reaches a shell: every command is an argument vector.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,11 +43,15 @@ import numpy as np
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
-from srifty.compute import load_profile
+from srifty.compute import Profile, load_profile
+from srifty.compute.measure.machine import current_machine
+from srifty.compute.provenance import check_one_machine, require_this_machine
+from srifty.errors import ProfileError
 from srifty.network import load_default_model, load_default_probes
 from srifty.network.testbed.namespaces import HOST_IFACE, down, family_from_catalog, up
 from srifty.plan.methods.additive import apm_predictor
 from srifty.plan.methods.alpha_beta import AlphaBetaModel
+from srifty.processes import ProcessGuard, signals_as_exit
 from srifty.sim import SimOptions, Simulator
 from srifty.vocab import Config, ConfigGroup
 
@@ -73,6 +86,10 @@ CASES = [
     Case("gpt2-tiny hetero 3x", "hf:gpt2-tiny", "g4dn.8xlarge", (Host(0.6, 8), Host(0.6, 8), Host(0.3, 4))),
     Case("bert-small 2x", "hf:bert-small", "g4dn.8xlarge", (Host(0.9, 8), Host(0.9, 8)), seq_len=64),
 ]
+#: Run only when named with --only: a quick case for the tests of the benchmark's clean-up.
+SMOKE_CASES = [Case("tiny 2x", "srifty.compute.zoo:tiny_mlp", "g4dn.8xlarge", (Host(0.9, 8), Host(0.9, 8)))]
+#: This run's names: the testbed (1–6 characters) and the cgroups carry the process id.
+RUN_NAME = f"e{os.getpid() % 100000}"
 
 
 class ScaledBandwidth:
@@ -86,32 +103,57 @@ class ScaledBandwidth:
 
 
 def make_cgroup(name: str, quota: float) -> Path:
-    path = CGROUP_ROOT / f"srifty-e2e-{name}"
+    """A CPU-quota cgroup (v1) of this run, ``quota`` cores."""
+    path = CGROUP_ROOT / f"srifty-e2e-{RUN_NAME}-{name}"
     path.mkdir(exist_ok=True)
     (path / "cpu.cfs_period_us").write_text("100000")
     (path / "cpu.cfs_quota_us").write_text(str(int(quota * 100000)))
     return path
 
 
-def profile_type(case: Case, host: Host, cgroup: Path, out: Path) -> Path:
-    """``srifty profile`` of the case's model under the type's CPU quota."""
+def remove_cgroups() -> None:
+    """Remove this run's cgroups (their processes have been ended by then)."""
+    for path in CGROUP_ROOT.glob(f"srifty-e2e-{RUN_NAME}-*"):
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+def joining(cgroup: Path) -> Callable[[], None]:
+    """A ``preexec_fn`` that moves the child into ``cgroup`` before it runs anything (no shell involved)."""
+
+    def join() -> None:
+        (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+    return join
+
+
+def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: ProcessGuard, remeasure: bool) -> Path:
+    """``srifty profile`` of the case's model under the type's CPU quota, unless ``out`` holds a profile
+    measured on this machine (one from elsewhere, or of an unknown machine, is measured again)."""
     path = out / f"{case.model.replace(':', '-').replace('/', '-')}_q{host.quota}.json"
-    if path.exists():
-        return path
+    if path.exists() and not remeasure:
+        try:
+            require_this_machine(load_profile(path), str(path), current_machine())
+            return path
+        except ProfileError as why:
+            print(f"re-measuring: {why}", flush=True)
     args = [sys.executable, "-m", "srifty.cli.main", "profile", "--model", case.model, "--threads", "1",
             "--max-batch", str(max(2, 2 * max(h.batch for h in case.hosts))), "--iters", "6", "--warmup", "2",
             "--seq-len", str(case.seq_len), "--out", str(path)]  # fmt: skip
     if case.image_size:
         args += ["--image-size", str(case.image_size)]
-    script = f"echo $$ > {cgroup}/cgroup.procs && exec " + " ".join(args)
-    subprocess.run(["sh", "-c", script], check=True, stdout=subprocess.DEVNULL)
+    proc = guard.popen(args, stdout=subprocess.DEVNULL, preexec_fn=joining(cgroup), start_new_session=True)
+    if proc.wait() != 0:
+        raise RuntimeError(f"{case.name}: `{' '.join(args[2:])}` failed with exit code {proc.returncode}")
     return path
 
 
-def run_ddp(case: Case, cgroups: list[Path], seed: int, warmup: int, iters: int, out: Path) -> list[float]:
+def run_ddp(
+    case: Case, cgroups: list[Path], seed: int, warmup: int, iters: int, out: Path, guard: ProcessGuard
+) -> list[float]:
     """Real DDP training across testbed hosts; returns rank 0's timed iteration times (s)."""
     family = family_from_catalog(case.family)
-    name = "e2e"
+    name = RUN_NAME
     down(name)
     state = up(name, len(case.hosts), family, scale=SCALE, seed=seed, gpus_per_host=1)
     result = out / f"run-{case.name.replace(' ', '_')}.json"
@@ -156,18 +198,22 @@ def run_ddp(case: Case, cgroups: list[Path], seed: int, warmup: int, iters: int,
             ]
             # Join the host's cgroup before entering the namespace: `ip netns exec` remounts /sys, hiding the
             # cgroup tree from the worker. torchrun and its worker inherit the membership.
-            joined = f"echo $$ > {cgroups[host.index] / 'cgroup.procs'} && exec {shlex.join(cmd)}"
             procs.append(
-                subprocess.Popen(["sh", "-c", joined], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                guard.popen(
+                    cmd,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    preexec_fn=joining(cgroups[host.index]),
+                    start_new_session=True,
+                )
             )
         for proc in procs:
             _, err = proc.communicate(timeout=1800)
             if proc.returncode != 0:
                 raise RuntimeError(f"{case.name}: a host failed:\n{err.decode()[-2000:]}")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+        guard.end()  # torchrun agents and workers of every host, wherever they run
         down(name)
     return list(json.loads(result.read_text())["iter_s"])
 
@@ -190,30 +236,37 @@ def config_of(case: Case) -> Config:
     return Config(tuple(ConfigGroup(emulated_type(case, Host(q, b)), n, b) for (q, b), n in groups.items()))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=7, help="allocation seed (not one the default model saw)")
-    parser.add_argument("--only", nargs="*")
-    args = parser.parse_args()
-    started = time.time()
+@contextlib.contextmanager
+def cleaned_up() -> Iterator[ProcessGuard]:
+    """Everything this run starts goes through the guard; on any way out (success, error, Ctrl-C, SIGTERM)
+    its processes are ended, its testbed taken down and its cgroups removed."""
+    with signals_as_exit(), ProcessGuard("e2e") as guard:
+        try:
+            yield guard
+        finally:
+            guard.end()
+            down(RUN_NAME)
+            remove_cgroups()
+
+
+def measure_cases(cases: list[Case], args: argparse.Namespace, guard: ProcessGuard) -> list[dict]:
+    """Profile, run and predict each case; returns one row per case."""
     out = Path(tempfile.mkdtemp(prefix="srifty-e2e-"))
-    profiles_dir = ROOT / "benchmarks" / "results" / "end_to_end_profiles"
+    profiles_dir = Path(args.profiles_dir)
     profiles_dir.mkdir(parents=True, exist_ok=True)
     net = ScaledBandwidth(load_default_model(), SCALE)
     alpha_beta = ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), SCALE)
     rows = []
-    for i, case in enumerate(CASES):
-        if args.only and case.name not in args.only:
-            continue
+    for case in cases:
         cgroups = [make_cgroup(f"h{j}", h.quota) for j, h in enumerate(case.hosts)]
-        profiles = {}
+        profiles: dict[str, Profile] = {}
         for host, cgroup in zip(case.hosts, cgroups, strict=True):
             key = emulated_type(case, host).name
             if key not in profiles:
-                profiles[key] = load_profile(profile_type(case, host, cgroup, profiles_dir))
-        measured = run_ddp(case, cgroups, args.seed + i, args.warmup, args.iters, out)
+                path = profile_type(case, host, cgroup, profiles_dir, guard, args.remeasure)
+                profiles[key] = load_profile(path)
+        check_one_machine(profiles)
+        measured = run_ddp(case, cgroups, args.seed + CASES_AND_SMOKE.index(case), args.warmup, args.iters, out, guard)
         config = config_of(case)
         sim = Simulator(profiles, net, SimOptions(iters=500))
         ours = sim.simulate(config, np.random.default_rng(0)).iter_mean_s
@@ -222,6 +275,32 @@ def main() -> None:
         rows.append({"case": case.name, "config": config.notation(), "measured_s": truth,
                      "measured_std_s": statistics.stdev(measured), "srifty_s": ours, "apm_s": apm})  # fmt: skip
         print(f"{case.name}: measured {truth * 1e3:.1f} ms, srifty {ours * 1e3:.1f}, APM {apm * 1e3:.1f}", flush=True)
+    return rows
+
+
+CASES_AND_SMOKE = CASES + SMOKE_CASES
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7, help="allocation seed (not one the default model saw)")
+    parser.add_argument("--only", nargs="*", help="case names (also the smoke case 'tiny 2x')")
+    parser.add_argument("--profiles-dir", default=str(ROOT / "benchmarks" / "results" / "end_to_end_profiles"))
+    parser.add_argument("--remeasure", action="store_true", help="measure every profile again")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md and results")
+    args = parser.parse_args()
+    started = time.time()
+    cases = [c for c in CASES_AND_SMOKE if c.name in args.only] if args.only else CASES
+    try:
+        with cleaned_up() as guard:
+            rows = measure_cases(cases, args, guard)
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C); the run's processes, namespaces and cgroups are removed", file=sys.stderr)
+        sys.exit(130)
+    if args.no_write:
+        return
     atomic_write_text(ROOT / "benchmarks" / "results" / "end_to_end.json", json.dumps(rows, indent=1))
 
     def err(key: str, row: dict) -> float:

@@ -206,3 +206,28 @@ def test_stopping_srifty_run_ends_torchrun_and_every_worker(tmp_path: Path, sig:
     assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err
     assert "Traceback" not in err and "ended" in err, err
     assert _wait_for(lambda: not pids_marked(mark), 10), [p for p in pids_marked(mark)]
+
+
+RECORD_ARGV = """
+import json, os, sys
+from srifty.torch.training import RunReporter
+reporter = RunReporter()
+with open(os.environ["ARGV_OUT"] + "." + os.environ["RANK"], "w") as handle:
+    json.dump(sys.argv[1:], handle)
+for i in range(1, int(os.environ["SRIFTY_ITERATIONS"]) + 1):
+    reporter.iteration_done(i, 0.0)
+"""
+
+
+def test_training_arguments_with_shell_metacharacters_reach_the_script_verbatim(
+    spec_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pwned = tmp_path / "pwned"
+    evil = [f"; touch {pwned}", f"$(touch {pwned})", f"`touch {pwned}`", "a|b", "--nproc-per-node=64", "*"]
+    script = tmp_path / "record_argv.py"
+    script.write_text(RECORD_ARGV)
+    monkeypatch.setenv("ARGV_OUT", str(tmp_path / "argv"))
+    outcome = run_local_job(spec_path, ["python", str(script), *evil], tmp_path / "run", config_text="2xg4dn.xlarge@16")
+    assert outcome.iterations == 30 and not pwned.exists()
+    for rank in (0, 1):
+        assert json.loads((tmp_path / f"argv.{rank}").read_text()) == evil

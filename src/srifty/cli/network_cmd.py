@@ -13,6 +13,7 @@ from rich.table import Table
 
 from srifty.cli.console import err, fmt_opt, out
 from srifty.network.errors import NetModelError, ProbeError, TestbedError
+from srifty.processes import signals_as_exit
 
 
 def _ints(text: str, what: str) -> tuple[int, ...]:
@@ -133,17 +134,6 @@ def fit_net(
     out.print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
-def _exit_on_sigterm() -> None:
-    """Turn SIGTERM into SystemExit, so that a stopped launch or sweep still stops its hosts and takes
-    its testbed down (their ``finally`` blocks run)."""
-    import signal
-
-    def handler(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 testbed_app = typer.Typer(
     help="A multi-host network testbed on this machine (network namespaces, tc-shaped links). Needs root.",
     no_args_is_help=True,
@@ -247,8 +237,9 @@ def testbed_launch(
     if not ctx.args:
         raise TestbedError("name the srifty command to run after `--`, for example: launch -- probe --out p.parquet")
     variation = RateVariation(vary_depth, vary_period_s, seed) if vary_depth > 0 else None
-    _exit_on_sigterm()
-    launch(name, list(ctx.args), hosts, nproc_per_host, timeout_s, variation)
+    # SIGTERM/SIGHUP, like Ctrl-C, unwind the launch: its hosts' processes are ended
+    with signals_as_exit():
+        launch(name, list(ctx.args), hosts, nproc_per_host, timeout_s, variation)
 
 
 @testbed_app.command("sweep", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -291,6 +282,6 @@ def testbed_sweep(
         lock_file=lock_file,
         first_allocation=first_allocation,
     )
-    _exit_on_sigterm()
-    launches = run_sweep(plan, on_step=err.print)
+    with signals_as_exit():  # a stopped sweep still ends its hosts and takes its testbed down
+        launches = run_sweep(plan, on_step=err.print)
     out.print(f"{launches} probe launches appended to {out_path}")

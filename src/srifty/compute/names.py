@@ -121,7 +121,7 @@ HF_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "xlm": ("xlm", {}),
 }
 
-_FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_]\w*$")
+_FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_]\w*\Z")
 
 ModelKind = Literal["torchvision", "hf", "factory"]
 

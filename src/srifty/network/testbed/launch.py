@@ -2,16 +2,18 @@
 rendezvous at host 0, with gloo bound to the host's shaped interface.
 
 Host 0's output goes to this terminal; the others' to log files, whose tails are shown when a host
-fails. When one host fails or the time limit passes, the other hosts' launchers are stopped (by the
-process ids this module started). Optionally, the link rates vary during the run: every ``period_s``
-each host's rate is redrawn as ``rate·(1 − depth·U(0, 1))``, the temporal variance of a shared cloud.
+fails. When one host fails, the time limit passes, or the launch is interrupted (Ctrl-C, or SIGTERM
+under the CLI), every process the launch started is ended: torchrun agents and their workers, which run
+in sessions of their own (a :class:`~srifty.processes.ProcessGuard` finds them by its mark).
+
+Optionally, the link rates vary during the run: every ``period_s`` each host's rate is redrawn as
+``rate·(1 − depth·U(0, 1))``, the temporal variance of a shared cloud.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,7 @@ from srifty.network.testbed.state import (
     TestbedState,
     state_path,
 )
+from srifty.processes import ProcessGuard
 
 
 @dataclass(frozen=True)
@@ -63,19 +66,6 @@ def _vary(state: TestbedState, n_hosts: int, variation: RateVariation, stop: thr
         for host in state.hosts[:n_hosts]:
             with contextlib.suppress(TestbedError):
                 set_host_rate(state, host.index, host.shaped_gbps)
-
-
-def _stop(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 10.0) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    for proc in procs:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -133,6 +123,7 @@ def launch(
     log_files = []
     stop = threading.Event()
     varier = None
+    guard = ProcessGuard(f"tb{name}", grace_s=10.0)
     try:
         for host in hosts:
             cmd = ["ip", "netns", "exec", host.namespace, sys.executable, "-m", "torch.distributed.run"]
@@ -151,14 +142,14 @@ def launch(
                 log_files.append(handle)
                 out = handle
             host_env = {**env, ENV_TESTBED_HOST: host.namespace}
-            procs.append(subprocess.Popen(cmd, env=host_env, stdout=out, stderr=out, start_new_session=True))
+            procs.append(guard.popen(cmd, env=host_env, stdout=out, stderr=out, start_new_session=True))
         if variation is not None:
             varier = threading.Thread(target=_vary, args=(state, len(hosts), variation, stop), daemon=True)
             varier.start()
         _wait(procs, hosts, logs, timeout_s)
     finally:
         stop.set()
-        _stop(procs)
+        guard.end()
         if varier is not None:
             varier.join()
         for handle in log_files:

@@ -84,12 +84,12 @@ def _run(*args: str, check: bool = True) -> str:
 
 def _ns_pattern(name: str | None) -> re.Pattern[str]:
     part = re.escape(name) if name else "[a-z0-9]{1,6}"
-    return re.compile(rf"^srifty-({part})-h(\d+)$")
+    return re.compile(rf"^srifty-({part})-h(\d+)\Z")
 
 
 def _link_pattern(name: str | None) -> re.Pattern[str]:
     part = re.escape(name) if name else "[a-z0-9]{1,6}"
-    return re.compile(rf"^sft-({part})-(br|\d+)$")
+    return re.compile(rf"^sft-({part})-(br|\d+)\Z")
 
 
 def _split_namespace(namespace: str) -> tuple[str, int]:

@@ -10,6 +10,7 @@ docstring of :mod:`srifty.network.testbed.namespaces`).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ ENV_RATE_VARIATION = "SRIFTY_TESTBED_RATE_VARIATION"
 STATE_KIND = "testbed-state"
 STATE_SCHEMA_VERSION = 2
 STATE_DIR = Path("/run/srifty/testbed")
-NAME_PATTERN = re.compile(r"^[a-z0-9]{1,6}$")
+NAME_PATTERN = re.compile(r"[a-z0-9]{1,6}")  # always fullmatch: "$" would let a trailing newline in
 MIN_ALLOCATION_FACTOR = 1 / 1.8
 ALLOCATION_SIGMA = 0.15
 MIN_HOST_FACTOR = 0.9
@@ -103,7 +104,7 @@ def check_name(name: str) -> str:
     Raises:
         TestbedError: otherwise, with the rule.
     """
-    if not NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise TestbedError(
             f"testbed name '{name}' is not 1 to 6 lowercase letters or digits (it becomes part of "
             "interface names, which Linux limits to 15 characters); for example --name tb."
@@ -155,6 +156,43 @@ def read_state(path: Path) -> TestbedState:
         doc = read_json_artifact(path, STATE_KIND, STATE_SCHEMA_VERSION)
     except ArtifactError as err:
         raise TestbedError(f"{err} Is the testbed up? Run `srifty testbed status`.") from None
-    hosts = tuple(TestbedHost(**h) for h in doc.pop("hosts"))
-    fields = {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
-    return TestbedState(hosts=hosts, **fields)
+    try:
+        hosts = tuple(TestbedHost(**h) for h in doc.pop("hosts"))
+        fields = {k: v for k, v in doc.items() if k not in ("kind", "schema_version")}
+        state = TestbedState(hosts=hosts, **fields)
+    except (TypeError, KeyError, AttributeError) as err:
+        raise TestbedError(
+            f"'{path}' is not a testbed state file srifty wrote ({err}); run `srifty testbed down`."
+        ) from None
+    check_state(state, path)
+    return state
+
+
+def check_state(state: TestbedState, path: Path) -> None:
+    """Every name and address in a state file is one srifty itself would write: they reach ``ip``, ``tc``
+    and ``torchrun`` as arguments, so a file edited by hand must not smuggle anything else in.
+
+    Raises:
+        TestbedError: naming the file and the field.
+    """
+    where = f"'{path}'"
+    if not isinstance(state.name, str) or not NAME_PATTERN.fullmatch(state.name):
+        raise TestbedError(f"{where}: name {state.name!r} is not a testbed name; run `srifty testbed down --all`.")
+    for i, host in enumerate(state.hosts):
+        expected = (namespace_name(state.name, host.index), link_name(state.name, host.index))
+        if host.index != i or (host.namespace, host.link) != expected:
+            raise TestbedError(
+                f"{where}: hosts[{i}] names namespace {host.namespace!r} and link {host.link!r}, not the "
+                f"{expected[0]!r} and {expected[1]!r} srifty makes; run `srifty testbed down --name {state.name}`."
+            )
+        try:
+            if not isinstance(host.ip, str):
+                raise ValueError(host.ip)
+            address = ipaddress.IPv4Address(host.ip)
+        except (ipaddress.AddressValueError, ValueError):
+            raise TestbedError(
+                f"{where}: hosts[{i}].ip {host.ip!r} is not an IPv4 address; run `srifty testbed down --name "
+                f"{state.name}` and bring the testbed up again."
+            ) from None
+        if not str(address).startswith(SUBNET_PREFIX):
+            raise TestbedError(f"{where}: hosts[{i}].ip {host.ip!r} is outside the testbed's {SUBNET_PREFIX}0/24.")
