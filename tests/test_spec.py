@@ -140,7 +140,7 @@ def test_an_unknown_market_still_names_the_valid_ones() -> None:
 
 
 def test_config_notation_takes_on_demand_spelled_with_a_dash() -> None:
-    from srifty.sim import parse_config
+    from srifty.vocab import parse_config
 
     config = parse_config("2xg4dn.8xlarge@16[on-demand],1xp3.2xlarge@32[Spot]", "us-east-1")
     assert [g.market for g in config.groups] == ["on_demand", "spot"]
