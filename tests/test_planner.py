@@ -65,6 +65,22 @@ def test_count_matches_enumeration() -> None:
     assert count_configs(p) == len(list(enumerate_configs(p))) > 10
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    quotas=st.fixed_dictionaries({n: st.integers(0, 7) for n in TYPES}),
+    global_batch=st.integers(1, 700),
+)
+def test_count_matches_enumeration_on_random_problems(quotas: dict[str, int], global_batch: int) -> None:
+    names = {n: q for n, q in quotas.items() if q > 0} or {"t4.1": 1}
+    p = problem(names, global_batch=global_batch)
+    assert count_configs(p) == len(list(enumerate_configs(p)))
+
+
+def test_counting_a_huge_global_batch_takes_neither_memory_nor_time() -> None:
+    p = problem({"t4.1": 10**9}, global_batch=2**40)
+    assert count_configs(p) == 0  # 10**9 VMs of at most 256 samples cannot place 2**40
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     names=st.sets(st.sampled_from(sorted(TYPES)), min_size=1, max_size=3),

@@ -51,10 +51,36 @@ def write_json_artifact(
 ) -> Path:
     """Write ``payload`` as a versioned JSON artefact of ``kind`` at ``schema_version``."""
     document = {"kind": kind, "schema_version": schema_version, **payload}
-    return atomic_write_text(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
+    try:
+        text = json.dumps(document, indent=1, sort_keys=False, allow_nan=False)
+    except ValueError:
+        raise ArtifactError(
+            f"refusing to write {kind} '{path}': it holds NaN or infinity, which no reader accepts (a bug)."
+        ) from None
+    return atomic_write_text(path, text + "\n")
 
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number srifty writes")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file srifty wrote, refusing ``NaN`` and ``Infinity`` (JSON has neither; Python's
+    parser accepts them, and a NaN latency or bandwidth would flow silently into every prediction).
+
+    Raises:
+        ArtifactError: unreadable, not UTF-8, not JSON, or holding NaN/Infinity; naming the file.
+    """
+    source = Path(path)
+    try:
+        return json.loads(source.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ArtifactError(f"'{source}' is not valid JSON ({err}); regenerate it.") from None
+    except OSError as err:
+        raise ArtifactError(f"cannot read '{source}' ({err.strerror or err}); check the path.") from None
 
 
 def read_json_artifact(
@@ -77,10 +103,7 @@ def read_json_artifact(
     source = Path(path)
     if not source.is_file():
         raise ArtifactError(f"{kind} file '{source}' does not exist. Check the path.")
-    try:
-        document = json.loads(source.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ArtifactError(f"'{source}' is not valid JSON ({err}); regenerate it.") from None
+    document = read_json(source)
     if not isinstance(document, dict) or document.get("kind") != kind:
         found = document.get("kind") if isinstance(document, dict) else type(document).__name__
         raise ArtifactError(f"'{source}' is a '{found}' file, not a {kind} file. Pass a {kind} file.")

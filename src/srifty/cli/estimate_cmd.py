@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from srifty.cli.console import err, out
+from srifty.cli.console import err, out, styled
 from srifty.compute import choose_source, estimate_profile, load_profile, measure_command, resolve_gpu
 from srifty.compute.bundled import profile_filename
 from srifty.compute.profile import Profile
@@ -73,7 +73,7 @@ def estimate(
                 )
         except SriftyError as error:
             failures.append(f"{spec.name}: {error}")
-            table.add_row(spec.name, "—", f"[red]not estimated: {error}[/red]")
+            table.add_row(spec.name, "—", styled("red", f"not estimated: {error}"))
             continue
         at = min(batch, result.max_batch) if batch else result.max_batch
         iter_ms = float(result.predict_ms("iter", at))
@@ -94,5 +94,5 @@ def estimate(
         where = f"on a VM with a {result.device.gpu} GPU"
         out.print(f"wrote {path} (an estimate; to measure it, run {where}: {measure_command(result)})", soft_wrap=True)
     if failures:
-        err.print("[bold red]error:[/bold red] " + " ".join(failures), soft_wrap=True)
+        err.print(styled("bold red", "error:", " " + " ".join(failures)), soft_wrap=True)
         raise typer.Exit(2)

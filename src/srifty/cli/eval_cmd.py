@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from srifty.cli.console import err, out
+from srifty.cli.console import err, out, styled
 from srifty.errors import SpecError
 from srifty.plan.methods import METHODS
 
@@ -94,7 +94,7 @@ def cases(
         methods=_csv_list(methods, "methods") or ALL_METHODS,
         profile_dirs=tuple(profiles or ()),
     )
-    run = run_cases(specs or _default_specs(), settings, lambda msg: err.print(f"[dim]{msg}[/dim]"))
+    run = run_cases(specs or _default_specs(), settings, lambda msg: err.print(styled("dim", msg)))
     _print_table(f"plan quality on the EMULATED cloud (seed {seed})", CASE_HEADER, cases_rows(run))
     out.print(
         f"network: {run.network['probe_rows']} probe rows, bandwidth model fitted with {run.network['fit_trials']} "
@@ -134,12 +134,12 @@ def accuracy(
         fit_trials=fit_trials,
         profile_dirs=tuple(profiles or ()),
     )
-    run = run_accuracy(settings, lambda msg: err.print(f"[dim]{msg}[/dim]"))
+    run = run_accuracy(settings, lambda msg: err.print(styled("dim", msg)))
     _print_table(f"iteration-time MAPE on the EMULATED cloud (seed {seed})", ACCURACY_HEADER, accuracy_rows(run))
     _print_table("underestimation", UNDER_HEADER, underestimation_rows(run))
     out.print(f"{len(run.rows)} configurations in {run.elapsed_s:.0f} s")
     for note in run.skipped:
-        out.print(f"[yellow]skipped:[/yellow] {note}")
+        out.print(styled("yellow", "skipped:", f" {note}"))
     if out_dir is not None:
         for path in save_accuracy(run, out_dir):
             out.print(f"wrote {path}")

@@ -15,7 +15,7 @@ import typer
 
 from srifty import __version__
 from srifty.cli import catalog_cmd, eval_cmd, network_cmd, plan_cmd, profile_cmd, run_cmd
-from srifty.cli.console import err
+from srifty.cli.console import err, styled
 from srifty.errors import SriftyError
 
 EXIT_USER_ERROR = 2
@@ -67,12 +67,12 @@ def run(argv: Sequence[str] | None = None) -> None:
     except SriftyError as error:
         if debug:
             traceback.print_exc()
-        err.print(f"[bold red]error:[/bold red] {error}", soft_wrap=True)
+        err.print(styled("bold red", "error:", f" {error}"), soft_wrap=True)
         sys.exit(EXIT_USER_ERROR)
     except KeyboardInterrupt:
         if debug:
             traceback.print_exc()
-        err.print("[bold red]interrupted[/bold red] (Ctrl-C)")
+        err.print(styled("bold red", "interrupted", " (Ctrl-C)"))
         sys.exit(EXIT_INTERRUPTED)
 
 

@@ -90,11 +90,18 @@ def fit_net(
     jobs: Annotated[int | None, typer.Option(help="XGBoost threads (default: all cores).")] = None,
 ) -> None:
     """Fit the bus-bandwidth model (XGBoost, split at the MTU) from probe files."""
-    from srifty.network.dataset import file_fingerprint, read_probes
+    from srifty.network.dataset import file_fingerprint, read_probes, validate_frame
     from srifty.network.model import SECONDS_PER_DAY, TARGETS, BandwidthModel
 
     if target not in TARGETS:
         raise NetModelError(f"--target must be one of {', '.join(TARGETS)}, got '{target}'.")
+    if not half_life_days >= 0:  # catches NaN as well
+        raise NetModelError(f"--half-life-days must be ≥ 0 (0: no decay), got {half_life_days}.")
+    for dataset in datasets:  # rows a model cannot learn from are named by their file
+        try:
+            validate_frame(read_probes(dataset), need_label=True, need_time=half_life_days > 0)
+        except NetModelError as error:
+            raise NetModelError(f"{dataset}: {error}") from None
     frame = read_probes(datasets)
     model = BandwidthModel(
         mtu_bytes=mtu_bytes,

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from srifty.cli.console import err, out
+from srifty.cli.console import err, out, styled
 from srifty.errors import InfeasiblePlanError, SpecError
 from srifty.plan.methods import get_method, planning_methods
 from srifty.plan.result import Plan
@@ -21,7 +22,7 @@ def _config_table(title: str, s: Scored, sources: dict[str, str]) -> Table:
         table.add_column(column, justify="left" if column in ("group", "GPU", "profile") else "right")
     for g in s.config.groups:
         source = sources.get(g.instance.gpu_name, "")
-        kind = "[yellow]estimated[/yellow]" if source.startswith("estimated") else "measured"
+        kind = styled("yellow", "estimated") if source.startswith("estimated") else Text("measured")
         table.add_row(
             g.notation(),
             g.instance.gpu_name,
@@ -41,7 +42,7 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
     table = Table(show_header=False, title="prediction")
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    rows = [
+    rows: list[tuple[str, str | Text]] = [
         ("world size (GPUs) / VMs", f"{s.config.world_size} / {s.config.n_vms}"),
         (
             "iteration time mean [p5, p95]",
@@ -58,7 +59,7 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
     if s.p_meet_deadline is not None:
         rows.append(("P(meet deadline)", f"{s.p_meet_deadline:.3f}"))
     if e.estimated_profiles:
-        rows.append(("profiles", "[yellow]includes estimated profiles[/yellow]"))
+        rows.append(("profiles", styled("yellow", "includes estimated profiles")))
     for row in rows:
         table.add_row(*row)
     return table
@@ -69,7 +70,9 @@ def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: str 
     for column in ("config", "time s", "cost $", "samples/s", "meets constraints"):
         table.add_column(column, justify="left" if column == "config" else "right")
     for s in items:
-        name = s.config.notation() + (" [bold]◀ chosen[/bold]" if mark and s.config.notation() == mark else "")
+        name = Text(s.config.notation()) + (
+            styled("bold", " ◀ chosen") if mark and s.config.notation() == mark else Text()
+        )
         table.add_row(
             name,
             f"{s.time_s:,.1f}",
@@ -84,9 +87,13 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None
     """Print a plan as Rich tables."""
     p = plan.problem
     out.print(
-        f"[bold]srifty plan[/bold] ({plan.method}, {plan.mode}): goal {p.goal}, global batch {p.global_batch}, "
-        f"{p.iterations} iterations; searched {plan.search_space_size:,} configurations, simulated "
-        f"{plan.n_evaluated:,}, in {plan.solve_time_s:.2f} s"
+        styled(
+            "bold",
+            "srifty plan",
+            f" ({plan.method}, {plan.mode}): goal {p.goal}, global batch {p.global_batch}, {p.iterations} "
+            f"iterations; searched {plan.search_space_size:,} configurations, simulated {plan.n_evaluated:,}, in "
+            f"{plan.solve_time_s:.2f} s",
+        )
     )
     if plan.best is not None:
         label = "best configuration" if plan.best.feasible else "chosen configuration (violates constraints)"
@@ -98,16 +105,16 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None
         chosen = plan.best.config.notation() if plan.best else None
         out.print(_list_table("Pareto front: time vs cost (all constraints ignored)", plan.pareto, chosen))
     for note in plan.notes:
-        out.print(f"[yellow]note:[/yellow] {note}")
+        out.print(styled("yellow", "note:", f" {note}"))
     if plan.profile_sources:
         sources = Table(title="compute profiles")
         sources.add_column("GPU")
         sources.add_column("source")
         for gpu, where in sorted(plan.profile_sources.items()):
-            sources.add_row(gpu, where if not where.startswith("estimated") else f"[yellow]{where}[/yellow]")
+            sources.add_row(gpu, Text(where) if not where.startswith("estimated") else styled("yellow", where))
         out.print(sources)
     for gpu, command in sorted((estimated_hints or {}).items()):
-        out.print(f"[yellow]{gpu} is estimated[/yellow]; to measure it instead: {command}")
+        out.print(styled("yellow", f"{gpu} is estimated", f"; to measure it instead: {command}"))
 
 
 def plan_command(
@@ -136,6 +143,10 @@ def plan_command(
     ignores_constraints = not get_method(method).honours_constraints
     if mode not in ("auto", "exhaustive", "ilp"):
         raise SpecError(f"--mode must be auto, exhaustive or ilp, got '{mode}'")
+    if top_k < 0 or max_sim_calls < 0:
+        raise SpecError(f"--top-k and --max-sim-calls must be ≥ 0, got {top_k} and {max_sim_calls}")
+    if iters < 1:
+        raise SpecError(f"--iters must be at least 1 iteration to sample, got {iters}")
     plan, inputs = plan_spec(spec_path, method=method, mode=mode, top_k=top_k, max_sim_calls=max_sim_calls, iters=iters)
     show_plan(plan, inputs.measure_hints)
     out.print(f"bandwidth model: {inputs.net_source}")
@@ -148,7 +159,7 @@ def plan_command(
         if skypilot is not None:
             for path in write_skypilot(plan.best, skypilot, plan.spec_name or spec_path.stem, train_command):
                 out.print(f"wrote {path}")
-        out.print("[bold]torchrun commands[/bold] (HEAD_NODE_IP: any VM all others can reach):")
+        out.print(styled("bold", "torchrun commands", " (HEAD_NODE_IP: any VM all others can reach):"))
         for line in torchrun_commands(plan.best, plan.spec_name or spec_path.stem, train_command):
             out.print(line, soft_wrap=True, markup=False)
     if plan.infeasibility is not None and not (plan.best is not None and ignores_constraints):
@@ -158,7 +169,7 @@ def plan_command(
                 _config_table(f"closest configuration: {closest.config.notation()}", closest, plan.profile_sources)
             )
             out.print(_summary_table(plan, closest))
-        err.print("[bold red]infeasible[/bold red]")
+        err.print(styled("bold red", "infeasible"))
         raise InfeasiblePlanError(
             f"no configuration meets the constraints ({plan.infeasibility.binding_constraint} binds): "
             f"{plan.infeasibility.message}",
@@ -178,7 +189,7 @@ def simulate_command(
     import numpy as np
 
     from srifty.catalog import load_catalog
-    from srifty.plan.api import spec_config
+    from srifty.plan.api import require_fits, spec_config
     from srifty.plan.inputs import resolve
     from srifty.sim import SimOptions, Simulator
     from srifty.spec import load_spec
@@ -187,10 +198,16 @@ def simulate_command(
         raise SpecError(f"--transfers must be bucket or layer, got '{transfers}'")
     if overlap not in ("fair_share", "sequential"):
         raise SpecError(f"--overlap must be fair_share or sequential, got '{overlap}'")
+    if iters < 1:
+        raise SpecError(f"--iters must be at least 1 iteration to sample, got {iters}")
     spec = load_spec(spec_path)
     catalog = load_catalog()
-    parsed = spec_config(config, spec, catalog)
+    try:
+        parsed = spec_config(config, spec, catalog)
+    except SpecError as error:
+        raise SpecError(f"--config: {error}") from None
     inputs = resolve(spec, catalog, [g.instance for g in parsed.groups])
+    require_fits(parsed, inputs.profiles, "--config")
     sim = Simulator(inputs.profiles, inputs.net_model, SimOptions(iters=iters, transfers=transfers, overlap=overlap))  # type: ignore[arg-type]
     r = sim.simulate(parsed, np.random.default_rng(spec.seed if seed is None else seed))
     table = Table(title=f"simulated: {r.config}", show_header=False)
@@ -219,5 +236,5 @@ def simulate_command(
     for gpu, where in sorted(inputs.sources.items()):
         out.print(f"profile {gpu}: {where}")
     for warning in inputs.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+        err.print(styled("yellow", "warning:", f" {warning}"), soft_wrap=True)
     out.print(f"bandwidth model: {inputs.net_source}")

@@ -9,9 +9,10 @@ import numpy as np
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from srifty.cli import estimate_cmd
-from srifty.cli.console import err, out
+from srifty.cli.console import err, out, styled
 from srifty.compute import load_profile
 from srifty.compute.bundled import profile_filename
 from srifty.compute.profile import PHASES, Profile
@@ -159,8 +160,11 @@ def _ceilings(p: Profile) -> str:
 
 def show_profile(p: Profile) -> None:
     """Rich tables for one profile."""
+    kind: Text | str
     if p.estimate is not None:
-        kind = f"[bold]ESTIMATE[/bold] ({p.estimate.method}) from {p.estimated_from}, not measured: {p.estimate.reason}"
+        kind = styled(
+            "bold", "ESTIMATE", f" ({p.estimate.method}) from {p.estimated_from}, not measured: {p.estimate.reason}"
+        )
     else:
         kind = f"estimated from {p.estimated_from}" if p.is_estimate else f"measured ({p.timing_method})"
     summary = Table(title=f"profile: {p.model} on {p.device.label}", show_header=False)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from srifty.cli.console import err, out
+from srifty.cli.console import err, out, styled
 from srifty.errors import SpecError
 from srifty.processes import signals_as_exit
 
@@ -92,4 +92,4 @@ def run_command(
 
 
 def _warn(text: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {text}", soft_wrap=True)
+    err.print(styled("yellow", "warning:", f" {text}"), soft_wrap=True)

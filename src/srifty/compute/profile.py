@@ -375,11 +375,11 @@ class Profile:
                 samples=tuple(
                     PhaseSamples(
                         batch=int(s["batch"]),
-                        fw_ms=tuple(s["fw_ms"]),
-                        bw_ms=tuple(s["bw_ms"]),
-                        step_ms=tuple(s["step_ms"]),
-                        iter_ms=tuple(s["iter_ms"]),
-                        peak_bytes=s.get("peak_bytes"),
+                        fw_ms=tuple(float(v) for v in s["fw_ms"]),
+                        bw_ms=tuple(float(v) for v in s["bw_ms"]),
+                        step_ms=tuple(float(v) for v in s["step_ms"]),
+                        iter_ms=tuple(float(v) for v in s["iter_ms"]),
+                        peak_bytes=None if s.get("peak_bytes") is None else float(s["peak_bytes"]),
                     )
                     for s in data["samples"]
                 ),
@@ -388,7 +388,12 @@ class Profile:
                 memory_points=tuple((int(b), float(p)) for b, p in memory["points"]),
                 max_batch=int(memory["max_batch"]),
                 max_batch_limited_by=memory["max_batch_limited_by"],
-                params=tuple(ParamInfo(**p) for p in timeline["params"]),
+                params=tuple(
+                    ParamInfo(
+                        str(p["name"]), int(p["numel"]), int(p["size_bytes"]), str(p["dtype"]), float(p["ready_frac"])
+                    )
+                    for p in timeline["params"]
+                ),
                 ready_order=tuple(int(i) for i in timeline["ready_order"]),
                 timeline_batch=int(timeline["batch"]),
                 bucket_cap_mb=timeline["bucket_cap_mb"],
@@ -407,7 +412,7 @@ class Profile:
                 spread_points=tuple(SpreadPoint(**p) for p in data.get("spread_points", ())),
                 machine=None if data.get("machine") is None else MachineRecord.from_dict(data["machine"]),
             )
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise ProfileError(f"malformed profile: {type(err).__name__} {err}; regenerate it") from None
 
     def save(self, path: str | Path) -> Path:

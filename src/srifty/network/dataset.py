@@ -135,7 +135,7 @@ def as_frame(frame: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
         raise NetModelError(f"the columns given have different lengths ({err}).") from None
 
 
-def validate_frame(frame: pd.DataFrame, *, need_label: bool) -> None:
+def validate_frame(frame: pd.DataFrame, *, need_label: bool, need_time: bool = False) -> None:
     """Check the columns a bandwidth model needs: present, numeric, finite, in range.
 
     Raises:
@@ -153,6 +153,8 @@ def validate_frame(frame: pd.DataFrame, *, need_label: bool) -> None:
     checks = {"size_bytes": (1.0, "a positive number of bytes"), "world_size": (1.0, "at least 1 rank")}
     if need_label:
         checks["busbw_bytes_per_s"] = (np.nextafter(0.0, 1.0), "a positive bandwidth in bytes/s")
+    if need_time and "timestamp_s" in frame.columns:  # probe age weighs rows when a half-life is set
+        checks["timestamp_s"] = (-np.inf, "a time in seconds since the epoch")
     for column, (low, meaning) in checks.items():
         values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(values) | (values < low)

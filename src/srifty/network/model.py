@@ -27,6 +27,7 @@ matrix; about 2–4 ms for 200 rows on one core of this project's machines (see 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,9 +140,18 @@ class BandwidthModel:
         if self.target not in TARGETS:
             raise NetModelError(f"target must be one of {', '.join(TARGETS)}, got '{self.target}'.")
         if self.mtu_bytes < 1:
-            raise NetModelError(f"mtu_bytes must be a positive number of bytes, got {self.mtu_bytes}.")
+            raise NetModelError(f"mtu_bytes (--mtu-bytes) must be a positive number of bytes, got {self.mtu_bytes}.")
         if self.n_trials < 0 or self.n_folds < 2:
-            raise NetModelError("n_trials must be ≥ 0 and n_folds ≥ 2.")
+            raise NetModelError(
+                f"n_trials (--trials) must be ≥ 0 and n_folds (--folds) ≥ 2, got {self.n_trials} and {self.n_folds}."
+            )
+        if self.half_life_s is not None and not (math.isfinite(self.half_life_s) and self.half_life_s > 0):
+            raise NetModelError(
+                "the half-life of probe weights (--half-life-days) must be a positive number of days, or 0 for no "
+                f"decay; got {self.half_life_s / SECONDS_PER_DAY:g} days."
+            )
+        if self.n_jobs is not None and self.n_jobs < 1:
+            raise NetModelError(f"n_jobs (--jobs) must be at least 1 thread, got {self.n_jobs}.")
 
     def _label(self, frame: pd.DataFrame) -> FloatArray:
         busbw = frame["busbw_bytes_per_s"].to_numpy(dtype=np.float64)
@@ -376,6 +386,18 @@ class BandwidthModel:
 
         paths = model_paths(path)
         doc = read_json_artifact(paths["meta"], MODEL_KIND, MODEL_SCHEMA_VERSION)
+        try:
+            return cls._from_document(doc, paths["meta"])
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, xgb.core.XGBoostError) as err:
+            raise ArtifactError(
+                f"'{paths['meta']}' (or a model file it names) is malformed ({type(err).__name__}: {err}); "
+                "fit the model again with `srifty fit-net`."
+            ) from None
+
+    @classmethod
+    def _from_document(cls, doc: dict[str, Any], meta: Path) -> BandwidthModel:
+        import xgboost as xgb
+
         model = cls(
             mtu_bytes=int(doc["mtu_bytes"]),
             features=tuple(doc["requested_features"]),
@@ -399,18 +421,26 @@ class BandwidthModel:
         model.provenance_ = doc["provenance"]
         model.boosters_ = {}
         for side in SIDES:
-            file = paths["meta"].with_name(doc["files"][side]["file"])
+            name = doc["files"][side]["file"]
+            if not isinstance(name, str) or Path(name).name != name:
+                raise ArtifactError(f"'{meta}' names {side} model file {name!r}, not a file beside it; fit it again.")
+            file = meta.with_name(name)
             if not file.is_file():
-                raise ArtifactError(f"model file '{file}' named by '{paths['meta']}' is missing; re-save the model.")
+                raise ArtifactError(f"model file '{file}' named by '{meta}' is missing; re-save the model.")
             raw = file.read_bytes()
             if hashlib.sha256(raw).hexdigest() != doc["files"][side]["sha256"]:
                 raise ArtifactError(
-                    f"'{file}' does not match the checksum in '{paths['meta']}': the files come from "
+                    f"'{file}' does not match the checksum in '{meta}': the files come from "
                     "different saves. Re-save the model."
                 )
             booster = xgb.Booster()
             booster.load_model(bytearray(raw))
             booster.set_param({"nthread": 1})
+            if booster.num_features() != len(model.encoder_.names):
+                raise ArtifactError(
+                    f"'{file}' reads {booster.num_features()} features but '{meta}' lists "
+                    f"{len(model.encoder_.names)}; the files do not belong together. Fit the model again."
+                )
             model.boosters_[side] = booster
         return model
 

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from srifty.catalog import Catalog, load_catalog
+from srifty.compute import Profile
 from srifty.errors import SpecError
-from srifty.plan.build import ProfileLimits, build_problem, compute_latency_ms
+from srifty.plan.build import ProfileLimits, build_problem, compute_latency_ms, max_batch_on
 from srifty.plan.inputs import PlanInputs, resolve
 from srifty.plan.methods import Knowledge, get_method
 from srifty.plan.planner import make_plan
 from srifty.plan.problem import Candidate
 from srifty.plan.result import Plan
 from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, Mode
+from srifty.sim import profile_for
 from srifty.spec import JobSpec, load_spec
 from srifty.vocab import Config, parse_config
 
@@ -40,6 +43,24 @@ def require_global_batch(config: Config, spec: JobSpec, what: str) -> None:
         raise SpecError(
             f"{what} {config} places {config.global_batch} samples; the spec's global_batch is {spec.global_batch}"
         )
+
+
+def require_fits(config: Config, profiles: Mapping[str, Profile], what: str) -> None:
+    """Refuse a configuration (``what``: how the user gave it) whose local batch does not fit a GPU's
+    memory, or that has an empty group.
+
+    Raises:
+        SpecError: naming the group, its GPU and the largest batch that fits.
+    """
+    for group in config.groups:
+        if group.count < 1 or group.local_batch < 1:
+            raise SpecError(f"{what} {config}: group {group.notation()} needs at least one VM and a batch of 1")
+        limit = max_batch_on(profile_for(profiles, group.instance), group.instance)
+        if group.local_batch > limit:
+            raise SpecError(
+                f"{what} {config}: local batch {group.local_batch} of {group.notation()} does not fit one "
+                f"{group.instance.gpu_name} (at most {limit} by the profile's memory model); lower it"
+            )
 
 
 def plan_job(

@@ -95,7 +95,11 @@ def resolve_profiles(
                 f"no profile of {model_name} to plan with: none listed in the spec, none bundled. Measure one: "
                 f"{measure_command(model_name, gpu, instance_name)}, or `srifty profile --model {model_name}` on a CPU."
             )
-        estimate, reason = _estimate(measured, catalog, gpu)
+        try:
+            estimate, reason = _estimate(measured, catalog, gpu)
+        except ProfileError as err:  # name the files it could not estimate from
+            origins = "; ".join(sources[p.device.label] for p in measured)
+            raise ProfileError(f"cannot estimate {gpu} from the measured profiles ({origins}): {err}") from None
         profiles[gpu] = estimate
         sources[gpu] = f"estimated from {reason}"
         hints[gpu] = measure_command(model_name, gpu, instance_name)

@@ -75,6 +75,8 @@ def optimize(
         latency_ms: compute latency (ms) of one GPU of a candidate at a local batch, for anchoring.
     """
     size = count_configs(problem)
+    if size == 0:  # nothing places the global batch: the explanation says why, without searching
+        return SearchOutcome([], "exhaustive" if mode == "auto" else mode, 0)
     use = mode if mode != "auto" else ("exhaustive" if size <= max_sim_calls else "ilp")
     if use == "exhaustive":
         return SearchOutcome(exhaustive(problem, predictor), "exhaustive", size)

@@ -12,6 +12,7 @@ What remains is every assignment ``{type: (count, batch)}`` with ``Σ count·gpu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
@@ -59,21 +60,41 @@ def _options(cand: Candidate) -> list[tuple[int, int]]:
 def count_configs(problem: PlanProblem) -> int:
     """Number of assignments satisfying the batch equation (the simulator calls exhaustive search needs).
 
-    Dynamic programming over "samples still to place", vectorised with numpy; counts above 2**53 are
-    approximate (they only ever decide "too many to simulate").
+    Dynamic programming over "samples still to place", in units of the largest number dividing every
+    VM's share, vectorised with numpy: each (type, batch) adds a windowed sum over up to ``quota`` VMs,
+    computed with cumulative sums per residue class, so the time is linear in the global batch whatever
+    the quotas. Counts above 2**53 are approximate (they only ever decide "too many to simulate").
     """
-    total = problem.global_batch
+    shares = [cand.gpus * b for cand in problem.candidates for b in cand.batches]
+    capacity = sum(cand.quota * cand.gpus * max(cand.batches, default=0) for cand in problem.candidates)
+    if not shares or capacity < problem.global_batch:
+        return 0
+    unit = math.gcd(*shares)
+    if problem.global_batch % unit:
+        return 0
+    total = problem.global_batch // unit
     ways = np.zeros(total + 1)
     ways[0] = 1.0
     for cand in problem.candidates:
         nxt = ways.copy()
         for b in cand.batches:
-            per_vm = cand.gpus * b
-            for c in range(1, min(cand.quota, total // per_vm) + 1):
-                shift = c * per_vm
-                nxt[shift:] += ways[: total + 1 - shift]
+            nxt += _shifted_window_sum(ways, cand.gpus * b // unit, min(cand.quota, total))
         ways = nxt
     return int(ways[total])
+
+
+def _shifted_window_sum(ways: np.ndarray, step: int, count: int) -> np.ndarray:
+    """``out[s] = Σ_{c=1..count} ways[s − c·step]`` (terms with a negative index are 0)."""
+    n = len(ways)
+    rows = -(-n // step)
+    flat = np.zeros(rows * step)
+    flat[:n] = ways
+    grid = flat.reshape(rows, step)  # column r holds ways[r], ways[r + step], …
+    csum = np.vstack([np.zeros((1, step)), np.cumsum(grid, axis=0)])  # csum[k] = Σ grid[:k]
+    k = np.arange(rows)[:, None]
+    upper = csum[k[:, 0]]  # Σ grid[:k]  (c ≥ 1 excludes row k itself)
+    lower = csum[np.maximum(k[:, 0] - count, 0)]
+    return (upper - lower).reshape(-1)[:n]
 
 
 def enumerate_configs(problem: PlanProblem) -> Iterator[Config]:

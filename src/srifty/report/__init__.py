@@ -30,10 +30,28 @@ def build_sections(inputs: Sequence[Path], timeline: Path | None = None) -> tupl
     for path in inputs:
         item = read_input(Path(path))
         emulated = emulated or item.kind != "plan"
-        sections.extend(sections_for(item))
+        try:
+            sections.extend(sections_for(item))
+        except MALFORMED as err:
+            raise ArtifactError(_malformed(path, item.kind, err)) from None
     if timeline is not None:
-        sections.extend(timeline_sections(read_timeline(Path(timeline)), str(timeline)))
+        records = read_timeline(Path(timeline))
+        try:
+            sections.extend(timeline_sections(records, str(timeline)))
+        except MALFORMED as err:
+            raise ArtifactError(_malformed(timeline, "timeline", err)) from None
     return sections, emulated
+
+
+#: What reading a field of a damaged or hand-edited file raises.
+MALFORMED = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
+def _malformed(path: Path, kind: str, err: Exception) -> str:
+    return (
+        f"'{path}' is a {kind} file with a missing or malformed field ({type(err).__name__}: {err}); regenerate it "
+        "with the command that wrote it."
+    )
 
 
 def build_report(inputs: Sequence[Path], out_path: Path, timeline: Path | None = None, title: str = "") -> Path:

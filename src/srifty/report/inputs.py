@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srifty.artifacts import read_json
 from srifty.errors import ArtifactError
 
 KINDS = ("plan", "eval-cases", "eval-accuracy")
@@ -32,10 +32,7 @@ class ReportInput:
 def _read_json(path: Path, what: str) -> Any:
     if not path.is_file():
         raise ArtifactError(f"{what} '{path}' does not exist. Check the path.")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ArtifactError(f"'{path}' is not valid JSON ({err}); pass a file srifty wrote.") from None
+    return read_json(path)
 
 
 def read_input(path: Path) -> ReportInput:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def run_local_job(
         SpecError: a bad spec, plan, configuration, option or fault (before anything is launched).
         SriftyError: the run failed; every process it started has been ended.
     """
-    if not hang_timeout_s > 0:
+    if not (hang_timeout_s > 0 and math.isfinite(hang_timeout_s)):
         raise SpecError(f"--hang-timeout must be a positive number of seconds, got {hang_timeout_s}.")
     if ckpt_every is not None and ckpt_every < 1:
         raise SpecError(f"--ckpt-every must be at least 1 iteration, got {ckpt_every}.")
@@ -81,7 +82,10 @@ def run_local_job(
     spec = load_spec(spec_file)
     iter_s: float | None = None
     if config_text is not None:
-        config = spec_config(config_text, spec, load_catalog())
+        try:
+            config = spec_config(config_text, spec, load_catalog())
+        except SpecError as error:
+            raise SpecError(f"--config: {error}") from None
     elif plan_path is not None:
         config, iter_s = config_from_plan(Path(plan_path), spec_file, spec)
     else:

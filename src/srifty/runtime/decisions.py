@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from srifty.errors import ArtifactError
+
 Action = Literal["start", "continue", "replan", "switch", "preempted", "hang", "no_alternative", "finish"]
 
 
@@ -50,13 +52,37 @@ class DecisionLog:
             os.close(fd)
 
     def read(self) -> list[Decision]:
-        """Every complete decision in the log (a torn last line from a crash is skipped)."""
+        """Every complete decision in the log.
+
+        A last line without its newline is what a crash while appending leaves: it is skipped. Any other
+        line that is not a decision means the file was damaged or is not a decision log.
+
+        Raises:
+            ArtifactError: naming the file and the line.
+        """
         if not self.path.exists():
             return []
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ArtifactError(f"'{self.path}' is not a decision log (not UTF-8 text).") from None
+        lines = text.split("\n")
         out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                out.append(Decision(**json.loads(line)))
-            except (json.JSONDecodeError, TypeError):
+        for number, line in enumerate(lines, start=1):
+            torn = number == len(lines)  # after the last newline: empty, or a torn append
+            if not line.strip():
                 continue
+            try:
+                record = json.loads(line)
+                decision = Decision(**record)
+                if not isinstance(decision.action, str) or not isinstance(decision.iteration, int):
+                    raise TypeError("action must be a string and iteration an integer")
+            except (json.JSONDecodeError, TypeError, ValueError) as err:
+                if torn:
+                    continue
+                raise ArtifactError(
+                    f"'{self.path}' line {number} is not a decision ({err}); the log was damaged. Move it "
+                    "aside: a new run starts a fresh log."
+                ) from None
+            out.append(decision)
         return out

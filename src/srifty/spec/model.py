@@ -38,6 +38,12 @@ def _market_alias(value: Any) -> Any:
 #: A market, with the common spellings accepted (see :func:`_market_alias`).
 Market = Annotated[Literal["spot", "on_demand"], BeforeValidator(_market_alias)]
 
+#: Ceilings far above any real job, so that an absurd number gets a clear message, not hours of search:
+#: 2**24 samples per iteration (the largest published global batches are ~10**5–10**6 samples) and
+#: 100,000 VMs of one type.
+MAX_GLOBAL_BATCH = 2**24
+MAX_QUOTA = 100_000
+
 # Paper (section "Continual Optimization", evaluation): EC2 launch expected 150 s, EBS detach 5 s.
 DEFAULT_VM_LAUNCH_S = 150.0
 DEFAULT_CHECKPOINT_RESTORE_S = 5.0
@@ -73,7 +79,7 @@ class CandidateSpec(_Strict):
 
     instance_type: str = Field(min_length=1)
     market: Market = "on_demand"
-    quota: PositiveInt
+    quota: PositiveInt = Field(le=MAX_QUOTA)
     zone: str | None = None
 
 
@@ -116,7 +122,7 @@ class JobSpec(_Strict):
     name: str | None = None
     description: str | None = None
     model: ModelSpec
-    global_batch: PositiveInt
+    global_batch: PositiveInt = Field(le=MAX_GLOBAL_BATCH)
     iterations: PositiveInt
     goal: Goal
     deadline_s: PositiveFloat | None = None
@@ -169,7 +175,7 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "model.precision": "one of 'fp32', 'bf16'",
     "model.seq_len": "a positive integer (tokens per sample)",
     "model.profiles": "a list of profile file paths",
-    "global_batch": "a positive integer (samples per iteration across all GPUs)",
+    "global_batch": f"a positive integer up to {MAX_GLOBAL_BATCH:,} (samples per iteration across all GPUs)",
     "iterations": "a positive integer",
     "goal": "one of 'min_time', 'min_cost'",
     "deadline_s": "a positive number of seconds, or absent",
@@ -179,7 +185,7 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "candidates": "a non-empty list of {instance_type, market, quota}",
     "candidates.instance_type": "an instance type name from the catalog, such as g4dn.8xlarge",
     "candidates.market": "one of 'spot', 'on_demand' (also written on-demand)",
-    "candidates.quota": "a positive integer (the most VMs of this type you may rent)",
+    "candidates.quota": f"a positive integer up to {MAX_QUOTA:,} (the most VMs of this type you may rent)",
     "candidates.zone": "an availability zone name",
     "overheads": "a mapping with vm_launch_s and checkpoint_restore_s",
     "overheads.vm_launch_s": "a number of seconds >= 0",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -244,15 +245,38 @@ def record_op_work(trainer: _Trainer, probed: list[int], options: ProfileOptions
 def _check_device(options: ProfileOptions) -> None:
     kind = options.device.split(":")[0]
     if kind not in ("cpu", "cuda"):
-        raise ProfileError(f"unknown device '{options.device}'; use cpu or cuda")
+        raise ProfileError(f"unknown device '{options.device}' (--device); use cpu or cuda")
     if kind == "cuda" and not torch.cuda.is_available():
         raise ProfileError("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
     if options.precision not in ("fp32", "bf16"):
-        raise ProfileError(f"unknown precision '{options.precision}'; use fp32 or bf16")
+        raise ProfileError(f"unknown precision '{options.precision}' (--precision); use fp32 or bf16")
     if options.timed_iters < 2:
-        raise ProfileError("timed_iters must be at least 2, so the spread can be measured")
+        raise ProfileError("timed_iters (--iters) must be at least 2, so the spread can be measured")
     if options.op_iters < 1:
-        raise ProfileError(f"op_iters must be at least 1, got {options.op_iters}")
+        raise ProfileError(f"op_iters (--op-iters) must be at least 1, got {options.op_iters}")
+    _check_sizes(options)
+
+
+def _check_sizes(options: ProfileOptions) -> None:
+    """Counts and sizes the profiler would otherwise take as they come (a zero, a negative or a NaN), each
+    named by its command-line option, before anything is built or measured."""
+    at_least = [
+        ("--max-probes (max_probes)", options.max_probes, 2),
+        ("--warmup (warmup_iters)", options.warmup_iters, 0),
+        ("--max-batch (max_batch_cap)", options.max_batch_cap, 1),
+        ("--threads", options.threads, 1),
+        ("--seq-len (seq_len)", options.seq_len, 1),
+        ("--image-size (image_size)", options.image_size, 1),
+        ("--memory-limit (memory_limit_bytes)", options.memory_limit_bytes, 1),
+    ]
+    for name, value, low in at_least:
+        if value is not None and value < low:
+            raise ProfileError(f"{name} must be at least {low}, got {value}.")
+    cap = options.bucket_cap_mb
+    if cap is not None and not (math.isfinite(cap) and cap > 0):
+        raise ProfileError(f"--bucket-cap-mb must be a positive number of MiB (DDP's default is 25), got {cap}.")
+    if options.optimizer not in ("sgd", "adam"):
+        raise ProfileError(f"unknown optimizer '{options.optimizer}'; use sgd or adam")
 
 
 def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | None = None) -> Profile:

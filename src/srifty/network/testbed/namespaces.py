@@ -188,11 +188,15 @@ def up(
             half-way, whatever was created is removed again.
     """
     check_name(name)
-    check_privileges()
     if not 1 <= n_hosts <= MAX_HOSTS:
-        raise TestbedError(f"the testbed takes 1 to {MAX_HOSTS} hosts, got {n_hosts}.")
+        raise TestbedError(f"--hosts: the testbed takes 1 to {MAX_HOSTS} hosts, got {n_hosts}.")
     if not scale >= 1:
-        raise TestbedError(f"the emulation scale must be ≥ 1 (links run rated/scale), got {scale}.")
+        raise TestbedError(f"--scale: the emulation scale must be ≥ 1 (links run rated/scale), got {scale}.")
+    if gpus_per_host is not None and gpus_per_host < 1:
+        raise TestbedError(
+            f"--gpus-per-host must be at least 1 (leave it out for the type's GPUs), got {gpus_per_host}."
+        )
+    check_privileges()
     if list_namespaces(name) or list_links(name):
         raise TestbedError(f"testbed '{name}' is already up; run `srifty testbed down --name {name}` first.")
     factor, host_factors = draw_factors(n_hosts, np.random.default_rng(seed))
