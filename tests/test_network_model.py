@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -144,7 +145,10 @@ def test_link_fraction_target_scales_to_unmeasured_ratings(fitted: BandwidthMode
 
 def test_save_load_gives_identical_predictions(fitted: BandwidthModel, frame: pd.DataFrame, tmp_path: Path) -> None:
     paths = fitted.save(tmp_path / "models" / "net.json")
-    assert {p.name for p in paths.values()} == {"net.meta.json", "net.small.xgb.json", "net.large.xgb.json"}
+    assert paths["meta"].name == "net.meta.json"
+    assert all(
+        re.fullmatch(rf"net\.{side}\.[0-9a-f]{{12}}\.xgb\.json", paths[side].name) for side in ("small", "large")
+    )
     loaded = BandwidthModel.load(tmp_path / "models" / "net.json")
     assert np.array_equal(loaded.predict_busbw_bytes_per_s(frame), fitted.predict_busbw_bytes_per_s(frame))
     also = BandwidthModel.load(paths["meta"])
@@ -235,6 +239,21 @@ def test_unfitted_and_broken_files_are_clear(fitted: BandwidthModel, tmp_path: P
     paths["large"].unlink()
     with pytest.raises(ArtifactError, match="missing"):
         BandwidthModel.load(model_paths(tmp_path / "m.json")["meta"])
+
+
+def test_saving_again_replaces_the_set_and_removes_the_old_boosters(
+    fitted: BandwidthModel, frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    first = fitted.save(tmp_path / "net.json")
+    legacy = first["small"].with_name("net.small.xgb.json")  # a booster saved before names had digests
+    legacy.write_text(first["small"].read_text())
+    other = BandwidthModel(n_trials=0, n_jobs=1, seed=3).fit(frame.sample(frac=0.7, random_state=1))
+    second = other.save(tmp_path / "net.json")
+    boosters = sorted(p.name for p in tmp_path.glob("net.*.xgb.json"))
+    assert boosters == sorted([second["small"].name, second["large"].name]) and not legacy.exists()
+    query = frame.head(20)
+    loaded = BandwidthModel.load(tmp_path / "net.json")
+    assert np.array_equal(loaded.predict_busbw_bytes_per_s(query), other.predict_busbw_bytes_per_s(query))
 
 
 def test_untuned_fit_learns_a_single_small_allocation() -> None:

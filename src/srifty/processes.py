@@ -9,6 +9,9 @@ its ``with`` block exits: on success, on an error, on Ctrl-C, and on SIGTERM or 
 :class:`SystemExit` by :func:`signals_as_exit`). Nothing else is ever signalled: a process is ended only
 if this guard started it or carries this guard's own mark.
 
+If srifty itself is killed with SIGKILL, no handler runs; children started by :meth:`ProcessGuard.popen`
+then get SIGTERM from the kernel (``PR_SET_PDEATHSIG``), which torchrun handles by ending its workers.
+
 Linux only (it reads ``/proc``). A process that clears its environment and leaves the guard's process
 tree (a double-forked daemon with ``env -i``) escapes it; srifty starts none.
 """
@@ -16,17 +19,19 @@ tree (a double-forked daemon with ``env -i``) escapes it; srifty starts none.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
 OWNER_PREFIX = "SRIFTY_OWNER_"
 PROC = Path("/proc")
+PR_SET_PDEATHSIG = 1
 
 
 def owner_variable(token: str) -> str:
@@ -156,11 +161,19 @@ class ProcessGuard:
         """``base`` (``os.environ`` by default) plus ``extra`` and this guard's mark."""
         return {**(os.environ if base is None else base), **extra, self.variable: "1"}
 
-    def popen(self, args: list[str], env: Mapping[str, str] | None = None, **kwargs: object) -> subprocess.Popen[bytes]:
-        """Start ``args`` (an argument vector, never a shell string) marked as this guard's."""
+    def popen(
+        self,
+        args: list[str],
+        env: Mapping[str, str] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+        **kwargs: object,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``args`` (an argument vector, never a shell string) marked as this guard's; it gets SIGTERM
+        if this process dies without ending it (``preexec_fn`` runs after that is arranged)."""
         if isinstance(args, str | bytes):
             raise TypeError("pass an argument vector, not a shell string")
-        proc = subprocess.Popen(args, env=self.env(env), **kwargs)  # type: ignore[call-overload]
+        setup = _die_with(os.getpid(), preexec_fn)
+        proc = subprocess.Popen(args, env=self.env(env), preexec_fn=setup, **kwargs)  # type: ignore[call-overload]
         self.children.append(proc)
         return proc
 
@@ -199,6 +212,23 @@ class ProcessGuard:
 
     def __exit__(self, *exc: object) -> None:
         self.end()
+
+
+def _die_with(parent: int, then: Callable[[], None] | None) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGTERM when ``parent`` dies (Linux ``prctl``), then runs ``then``."""
+
+    def setup() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):  # not Linux: the guard's other paths still apply
+            pass
+        if os.getppid() != parent:  # the parent died before the request took effect
+            os._exit(1)
+        if then is not None:
+            then()
+
+    return setup
 
 
 @contextlib.contextmanager

@@ -26,8 +26,10 @@ matrix; about 2–4 ms for 200 rows on one core of this project's machines (see 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +41,7 @@ import pandas as pd
 
 from srifty.artifacts import atomic_write_bytes, read_json_artifact, write_json_artifact
 from srifty.errors import ArtifactError
-from srifty.network.dataset import as_frame, validate_frame
+from srifty.network.dataset import as_frame, exclusive_lock, validate_frame
 from srifty.network.errors import NetModelError
 from srifty.network.features import (
     DEFAULT_CATEGORICAL_FEATURES,
@@ -70,18 +72,38 @@ SECONDS_PER_DAY = 86400.0
 FloatArray = npt.NDArray[np.float64]
 
 
-def model_paths(path: str | Path) -> dict[str, Path]:
-    """Files of a saved model named ``path`` (``net.json`` → ``net.meta.json``, ``net.small.xgb.json``,
-    ``net.large.xgb.json`` beside it). ``path`` may also be the ``.meta.json`` file itself."""
+def _stem(path: str | Path) -> tuple[Path, str]:
     target = Path(path)
     stem = target.name
     for suffix in (".meta.json", ".json"):
         if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
+            return target, stem[: -len(suffix)]
+    return target, stem
+
+
+def model_paths(path: str | Path, digests: dict[str, str] | None = None) -> dict[str, Path]:
+    """Files of a model named ``path``: ``net.json`` → ``net.meta.json`` and, beside it, one booster per
+    side named after its content, ``net.small.<sha256[:12]>.xgb.json`` (``net.small.xgb.json`` without
+    ``digests``: the names models had before srifty wrote them content-addressed). ``path`` may also be the
+    ``.meta.json`` file itself. The sidecar names its boosters, so readers take the names from it."""
+    target, stem = _stem(path)
     paths = {"meta": target.with_name(f"{stem}.meta.json")}
-    paths.update({side: target.with_name(f"{stem}.{side}.xgb.json") for side in SIDES})
+    for side in SIDES:
+        tag = f".{digests[side][:12]}" if digests else ""
+        paths[side] = target.with_name(f"{stem}.{side}{tag}.xgb.json")
     return paths
+
+
+def _remove_unnamed_boosters(paths: dict[str, Path]) -> None:
+    """Delete this model's boosters that its (new) sidecar does not name: earlier saves' files."""
+    _, stem = _stem(paths["meta"])
+    keep = {paths[side].name for side in SIDES}
+    for side in SIDES:
+        for old in paths["meta"].parent.glob(f"{glob.escape(stem)}.{side}.*xgb.json"):
+            if old.name not in keep and re.fullmatch(
+                rf"{re.escape(stem)}\.{side}(\.[0-9a-f]{{12}})?\.xgb\.json", old.name
+            ):
+                old.unlink(missing_ok=True)
 
 
 def training_set_hash(frame: pd.DataFrame, columns: list[str]) -> str:
@@ -363,16 +385,26 @@ class BandwidthModel:
         }
 
     def save(self, path: str | Path) -> dict[str, Path]:
-        """Write the two XGBoost JSON models and the ``.meta.json`` sidecar (see :func:`model_paths`),
-        each atomically; returns the paths written. Never pickles."""
+        """Write the two XGBoost JSON models and the ``.meta.json`` sidecar (see :func:`model_paths`);
+        returns the paths written. Never pickles.
+
+        Old or new, never a mix: the boosters are written first under names that carry their content's
+        digest, so they never overwrite the boosters an existing sidecar names; the sidecar is then
+        replaced atomically; only after that are boosters no sidecar names removed. A crash at any point
+        leaves the previous model loadable, or the new one. Saves to one path are serialised by a lock
+        file beside the sidecar.
+        """
         self._check_fitted()
-        paths = model_paths(path)
-        files = {}
-        for side in SIDES:
-            raw = bytes(self.boosters_[side].save_raw("json"))
-            atomic_write_bytes(paths[side], raw)
-            files[side] = {"file": paths[side].name, "sha256": hashlib.sha256(raw).hexdigest()}
-        write_json_artifact(paths["meta"], MODEL_KIND, MODEL_SCHEMA_VERSION, {**self.metadata(), "files": files})
+        raws = {side: bytes(self.boosters_[side].save_raw("json")) for side in SIDES}
+        digests = {side: hashlib.sha256(raw).hexdigest() for side, raw in raws.items()}
+        paths = model_paths(path, digests)
+        with exclusive_lock(paths["meta"].with_name(paths["meta"].name + ".lock")):
+            files = {}
+            for side in SIDES:
+                atomic_write_bytes(paths[side], raws[side])
+                files[side] = {"file": paths[side].name, "sha256": digests[side]}
+            write_json_artifact(paths["meta"], MODEL_KIND, MODEL_SCHEMA_VERSION, {**self.metadata(), "files": files})
+            _remove_unnamed_boosters(paths)
         return paths
 
     @classmethod

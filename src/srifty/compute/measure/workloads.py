@@ -195,7 +195,11 @@ def _factory(path: str, sample: SampleSpec | None = None) -> Workload:
     factory = getattr(module, func_name, None)
     if not callable(factory):
         raise ProfileError(f"'{module_name}' has no function '{func_name}' (model '{path}').")
-    made = factory()
+    try:
+        made = factory()
+    except Exception as err:  # the user's code: its error is theirs to fix, shown without a traceback
+        first = str(err).splitlines()[0] if str(err) else ""
+        raise ProfileError(f"calling '{path}()' failed: {type(err).__name__}: {first}. Fix the factory.") from None
     if isinstance(made, nn.Module):
         return _bare_module(path, made, sample)
     if not (isinstance(made, tuple) and len(made) == 3 and isinstance(made[0], nn.Module)):
