@@ -576,14 +576,14 @@ def decision_log_cases(draw: st.DrawFn) -> Case:
 
 
 def _read_state(folder: Path) -> object:
-    from srifty.network.testbed_state import read_state
+    from srifty.network.testbed.state import read_state
 
     return read_state(folder / "tb.json")
 
 
 @functools.cache
 def _state_base() -> bytes:
-    from srifty.network.testbed_state import TestbedHost, TestbedState, write_state
+    from srifty.network.testbed.state import TestbedHost, TestbedState, write_state
 
     state = TestbedState(
         name="tb", instance_type="g4dn.8xlarge", gpu="T4", gpus_per_host=1, rated_network_gbps=50.0,

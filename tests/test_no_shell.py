@@ -83,9 +83,9 @@ def test_exported_commands_keep_a_hostile_job_name_out_of_the_shell() -> None:
     user's own shell text and is passed through as written.)"""
     from srifty.plan import make_plan
     from srifty.plan.export import torchrun_commands
-    from tests.test_planner import evaluator, latency_ms, problem
+    from tests.test_planner import latency_ms, predictor, problem
 
-    best = make_plan(problem({"t4.1": 2}, 64), evaluator(), latency_ms, mode="exhaustive").best
+    best = make_plan(problem({"t4.1": 2}, 64), predictor(), latency_ms, mode="exhaustive").best
     assert best is not None
     for line in torchrun_commands(best, "job; touch /tmp/srifty-pwned $(id) `id`"):
         words = shlex.split(line.splitlines()[-1])

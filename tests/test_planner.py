@@ -229,6 +229,6 @@ def test_case6_names_the_deadline_as_binding_in_both_search_modes(mode: str, cli
 def test_exhaustive_and_ilp_name_the_same_binding_constraint(constraints: dict[str, float], binds: str) -> None:
     for mode in ("exhaustive", "ilp"):
         spec = problem({"t4.1": 8, "v100.4": 2}, 256, goal="min_cost", **constraints)  # type: ignore[arg-type]
-        plan = make_plan(spec, evaluator(), latency_ms, mode=mode)  # type: ignore[arg-type]
+        plan = make_plan(spec, predictor(), latency_ms, mode=mode)  # type: ignore[arg-type]
         assert plan.best is None and plan.infeasibility is not None
         assert plan.infeasibility.binding_constraint == binds, (mode, plan.infeasibility.message)
