@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,3 +28,13 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
         return (code if isinstance(code, int) else (0 if code is None else 1)), captured.out, captured.err
 
     return invoke
+
+
+def wait_for(predicate: Callable[[], object], timeout_s: float, poll_s: float = 0.1) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout_s`` passes; returns whether it became true."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return False

@@ -319,6 +319,17 @@ def kill_at_random(target: Target, kills: int, rng: random.Random, base: Path) -
 # ------------------------------------------------------------------------------------------- leftovers
 
 
+def _signal_and_wait(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Send ``sig``; give the process a minute to clean up and exit (then SIGKILL it: a hang is a finding
+    the leftover count will show)."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def stop_run_at_random(sig: signal.Signals, count: int, rng: random.Random, base: Path) -> FaultRow:
     """``srifty run examples/tiny-local.yaml`` on 2 ranks (0.1 s per step), stopped with ``sig`` once
     training is under way, ``count`` times; counts processes left behind."""
@@ -337,12 +348,7 @@ def stop_run_at_random(sig: signal.Signals, count: int, rng: random.Random, base
         while time.monotonic() < deadline and not (progress.exists() and progress.read_text().strip()):
             time.sleep(0.1)
         time.sleep(rng.uniform(0.0, 3.0))
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _signal_and_wait(proc, sig)
         row.injected += 1
         row.leftovers += _leftovers(mark)
         shutil.rmtree(folder)
@@ -369,12 +375,7 @@ def stop_testbed_launch(sig: signal.Signals, count: int, rng: random.Random, bas
         )  # fmt: skip
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(4.0, 8.0))
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _signal_and_wait(proc, sig)
         row.injected += 1
         row.leftovers += _leftovers(mark)  # the launch's own clean-up, before `testbed down` would help
         subprocess.run(_srifty("testbed", "down", "--name", name), env=env, capture_output=True, check=False)

@@ -8,14 +8,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from srifty.processes import descendants, owner_variable, pids_marked
-from tests.conftest import REPO
+from tests.conftest import REPO, wait_for
 
 pytest.importorskip("torch")
 CAN_RUN = (os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None) and Path(
@@ -32,15 +31,6 @@ pytestmark = [
 def profiles_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Shared by both runs, so the second reuses the first's profile (measured on this machine)."""
     return tmp_path_factory.mktemp("e2e-profiles")
-
-
-def _wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _workers(pid: int) -> list[int]:
@@ -65,7 +55,7 @@ def test_a_stopped_end_to_end_benchmark_leaves_nothing_behind(profiles_dir: Path
     proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run_name = f"e{proc.pid % 100000}"
     try:
-        assert _wait_for(lambda: len(_workers(proc.pid)) == 2, 240), "the DDP workers never started"
+        assert wait_for(lambda: len(_workers(proc.pid)) == 2, 240), "the DDP workers never started"
         assert f"srifty-{run_name}-h0" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
@@ -75,7 +65,7 @@ def test_a_stopped_end_to_end_benchmark_leaves_nothing_behind(profiles_dir: Path
             proc.wait()
     assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err[-2000:]
     assert "Traceback" not in err, err[-2000:]
-    assert _wait_for(lambda: not pids_marked(mark), 10), [p for p in pids_marked(mark)]
+    assert wait_for(lambda: not pids_marked(mark), 10), [p for p in pids_marked(mark)]
     spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"srifty-{run_name}-" not in spaces
     assert not list(Path("/sys/fs/cgroup/cpu").glob(f"srifty-e2e-{run_name}-*"))

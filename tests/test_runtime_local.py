@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from srifty.processes import owner_variable, pids_marked  # noqa: E402
 from srifty.runtime.api import run_local_job  # noqa: E402
 from srifty.runtime.decisions import DecisionLog  # noqa: E402
 from srifty.runtime.local import Fault  # noqa: E402
-from tests.conftest import EXAMPLES, REPO  # noqa: E402
+from tests.conftest import EXAMPLES, REPO, wait_for  # noqa: E402
 
 TRAIN = ["python", str(REPO / "examples" / "train_tiny.py")]
 pytestmark = pytest.mark.slow
@@ -171,15 +170,6 @@ def test_a_leftover_worker_of_another_run_is_neither_read_nor_signalled(spec_pat
         orphan.wait()
 
 
-def _wait_for(predicate, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 def test_stopping_srifty_run_ends_torchrun_and_every_worker(tmp_path: Path, sig: signal.Signals) -> None:
     """The documented example, stopped mid-run: srifty ends torchrun and the workers (each in a session of
@@ -194,7 +184,7 @@ def test_stopping_srifty_run_ends_torchrun_and_every_worker(tmp_path: Path, sig:
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     progress = run_dir / "workers" / "progress.jsonl"
     try:
-        assert _wait_for(lambda: progress.exists() and len(progress.read_text().splitlines()) >= 2, 120)
+        assert wait_for(lambda: progress.exists() and len(progress.read_text().splitlines()) >= 2, 120)
         workers = [p for p in pids_marked(mark) if p != proc.pid]
         assert len(workers) >= 3  # torchrun and its two workers
         proc.send_signal(sig)
@@ -205,7 +195,7 @@ def test_stopping_srifty_run_ends_torchrun_and_every_worker(tmp_path: Path, sig:
             proc.wait()
     assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err
     assert "Traceback" not in err and "ended" in err, err
-    assert _wait_for(lambda: not pids_marked(mark), 10), [p for p in pids_marked(mark)]
+    assert wait_for(lambda: not pids_marked(mark), 10), [p for p in pids_marked(mark)]
 
 
 RECORD_ARGV = """
