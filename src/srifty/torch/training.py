@@ -68,7 +68,8 @@ def _scalar(value: float | torch.Tensor | None) -> float | None:
 
 
 class RunReporter:
-    """Writes this rank's heartbeat (``rank<R>.json``) and, on rank 0, one progress line per iteration."""
+    """Writes this rank's heartbeat (``rank<R>-<launch id>.json``, or ``rank<R>.json`` outside ``srifty run``)
+    and, on rank 0, one progress line per iteration."""
 
     def __init__(self, run_dir: str | Path | None = None, rank: int | None = None) -> None:
         folder = run_dir or os.environ.get("SRIFTY_RUN_DIR")
@@ -94,7 +95,9 @@ class RunReporter:
             "time": time.time(),
             "loss": loss,
         }
-        atomic_write_text(self.run_dir / f"rank{self.rank}.json", json.dumps(record))
+        # one file per launch: a leftover worker of another launch writing its own heartbeat never hides ours
+        name = f"rank{self.rank}.json" if self.launch is None else f"rank{self.rank}-{self.launch}.json"
+        atomic_write_text(self.run_dir / name, json.dumps(record))
 
     def iteration_done(self, iteration: int, loss: float | torch.Tensor | None = None) -> None:
         """``iteration`` (1-based count) finished; rank 0 appends it to ``progress.jsonl``."""
