@@ -112,6 +112,14 @@ def main() -> None:
     write_section("Reliability", render(rows, faults, args, time.time() - started))
 
 
+def _before() -> dict[str, dict[str, int]]:
+    """The rows measured on srifty before issue 16 (see benchmarks/results/reliability-before.json)."""
+    path = ROOT / "benchmarks" / "results" / "reliability-before.json"
+    if not path.exists():
+        return {}
+    return {str(r["family"]): r for r in json.loads(path.read_text())["bad_input"]}
+
+
 def render(
     rows: list[dict[str, object]], faults: list[dict[str, object]], args: argparse.Namespace, took_s: float
 ) -> str:
@@ -121,19 +129,31 @@ def render(
         "counts for odd-but-valid input such as a field changed to another valid value). *Unnamed*: exit 2 with a",
         "message that names none of the file, field or option.",
         "",
-        "| family | inputs tried | exit 2 | accepted (valid) | tracebacks | wrong exit codes | unnamed |",
-        "|---|---|---|---|---|---|---|",
+        "| family | inputs tried | exit 2 | accepted (valid) | tracebacks | wrong exit codes | unnamed "
+        "| before: tb / wrong / unnamed |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    before = _before()
     for r in rows:
+        b = before.get(str(r["family"]))
+        was = f"{b['tracebacks']} / {b['wrong_exit']} / {b['unnamed']}" if b else "—"
         lines.append(
             f"| {r['family']} | {r['cases']} | {r['exit_2']} | {r['accepted']} | **{r['tracebacks']}** | "
-            f"**{r['wrong_exit']}** | {r['unnamed']} |"
+            f"**{r['wrong_exit']}** | {r['unnamed']} | {was} |"
         )
-    total = {k: sum(int(r[k]) for r in rows) for k in ("cases", "tracebacks", "wrong_exit", "unnamed")}  # type: ignore[call-overload]
+    keys = ("cases", "tracebacks", "wrong_exit", "unnamed")
+    total = {k: sum(int(str(r[k])) for r in rows) for k in keys}
+    was_total = {k: sum(int(b[k]) for b in before.values()) for k in keys}
     lines.append(
         f"| **all** | **{total['cases']}** | | | **{total['tracebacks']}** | **{total['wrong_exit']}** | "
-        f"{total['unnamed']} |"
+        f"{total['unnamed']} | {was_total['tracebacks']} / {was_total['wrong_exit']} / {was_total['unnamed']} "
+        f"(of {was_total['cases']}) |"
     )
+    lines += [
+        "",
+        "*Before*: the same families and checks run against srifty before this work (commit 1a49d80, 200 draws per",
+        "family; `benchmarks/results/reliability-before.json` has the rows and the command).",
+    ]
     if faults:
         lines += [
             "",
