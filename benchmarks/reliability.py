@@ -157,7 +157,9 @@ def render(
     if faults:
         lines += [
             "",
-            "Faults (`tests/faults.py`): each command killed at random points, or stopped by a signal.",
+            "Faults (`tests/faults.py`): each command killed at random points, or stopped by a signal. *Leftovers*:",
+            "processes the run started still alive 15 s after the stop (2 s for the writing commands) and, for the",
+            "testbed, namespaces still there after `srifty testbed down`.",
             "",
             "| command | fault | injected | old file kept | new file complete | torn files | leftovers |",
             "|---|---|---|---|---|---|---|",
