@@ -50,6 +50,22 @@ def test_op_flops_match_flop_counter_mode_and_grow_with_the_batch() -> None:
     assert len(convs) == 2 and all(r.scope.startswith("Sequential.") for r in convs)
 
 
+def test_grouped_convolution_backward_costs_twice_its_forward_and_is_marked() -> None:
+    """torch's formula counts a grouped convolution's weight gradient as dense (33x the forward at 32 groups)."""
+    from srifty.compute.opcount import OpRecorder
+
+    for groups, variant in ((1, ""), (4, "grouped"), (32, "depthwise")):
+        conv = torch.nn.Conv2d(32, 32, 3, padding=1, groups=groups)
+        x = torch.randn(2, 32, 16, 16, requires_grad=True)
+        with OpRecorder(is_cuda=False) as recorder:
+            out = conv(x)
+            recorder.phase = "bw"
+            out.sum().backward()
+        fw, bw = (o for o in recorder.ops if "convolution" in o.op)
+        assert bw.flops == pytest.approx(2 * fw.flops)
+        assert fw.variant == bw.variant == variant
+
+
 def test_the_step_moves_parameters_gradients_and_momentum_and_does_not_grow() -> None:
     t = trainer("srifty.compute.zoo:tiny_mlp")
     work = record_work(t, (2, 8))

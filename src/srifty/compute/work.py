@@ -22,6 +22,8 @@ from srifty.errors import ProfileError
 
 WORK_PHASES: tuple[str, ...] = ("fw", "bw", "step")
 HALF_DTYPES = frozenset({"bfloat16", "float16"})
+# Marks op counts whose grouped-convolution backward FLOPs are right (torch's formula counts them dense).
+GROUPED_CONV_FIX = "grouped convolution backward fixed"
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class OpRecord:
             and tensors written in place (views and expanded tensors count their storage once).
         time_s: total measured seconds at ``(b_lo, b_hi)`` on the profile's device, or ``None`` where the
             profile is an estimate (counts do not depend on the device, times do).
+        variant: what the op name does not say and a GPU's kernels depend on: ``"grouped"`` or
+            ``"depthwise"`` for convolutions with ``groups > 1``; ``""`` otherwise and in profiles made
+            before srifty recorded it.
     """
 
     phase: str
@@ -49,6 +54,7 @@ class OpRecord:
     flops: tuple[float, float]
     bytes: tuple[float, float]
     time_s: tuple[float, float] | None
+    variant: str = ""
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,7 @@ class OpWork:
                 "bytes_hi": [r.bytes[1] for r in recs],
                 "time_lo_s": [None if r.time_s is None else r.time_s[0] for r in recs],
                 "time_hi_s": [None if r.time_s is None else r.time_s[1] for r in recs],
+                "variant": [r.variant for r in recs],
             },
         }
 
@@ -165,8 +172,9 @@ class OpWork:
             ProfileError: a column is missing or the columns differ in length.
         """
         try:
-            cols = data["columns"]
+            cols = dict(data["columns"])
             n = len(cols["op"])
+            cols.setdefault("variant", [""] * n)  # recorded since op counts fixed grouped convolutions
             if any(len(v) != n for v in cols.values()):
                 raise ProfileError("op work columns differ in length; regenerate the profile")
             records = tuple(
@@ -181,6 +189,7 @@ class OpWork:
                     time_s=None
                     if cols["time_lo_s"][i] is None
                     else (float(cols["time_lo_s"][i]), float(cols["time_hi_s"][i])),
+                    variant=str(cols["variant"][i] or ""),
                 )
                 for i in range(n)
             )

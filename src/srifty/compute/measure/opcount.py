@@ -27,10 +27,16 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
+from torch.utils.flop_counter import (
+    conv_flop_count,
+    flop_registry,
+    get_shape,
+    sdpa_backward_flop_count,
+    sdpa_flop_count,
+)
 from torch.utils.module_tracker import ModuleTracker
 
-from srifty.compute.work import OpRecord, OpWork
+from srifty.compute.work import GROUPED_CONV_FIX, OpRecord, OpWork
 from srifty.errors import ProfileError
 
 aten = torch.ops.aten
@@ -57,8 +63,38 @@ def _cpu_sdpa_backward_flops(grad_out: Any, query: Any, key: Any, value: Any, *a
     return int(sdpa_backward_flop_count(grad_out.shape, query.shape, key.shape, value.shape))
 
 
-# The CPU's fused attention kernels, with torch's own SDPA formulas (the registry lists only GPU kernels).
-EXTRA_FLOP_FORMULAS: dict[Any, Callable[..., int]] = {}
+def _conv_backward_flops(
+    grad_out: Any,
+    x: Any,
+    w: Any,
+    _bias: Any,
+    _stride: Any,
+    _padding: Any,
+    _dilation: Any,
+    transposed: bool,
+    _output_padding: Any,
+    _groups: Any,
+    output_mask: Any,
+    *args: Any,
+    **kwargs: Any,
+) -> int:
+    """Each requested gradient (input, weight) of a convolution costs as many FLOPs as its forward.
+
+    torch's own formula counts the weight gradient of a grouped convolution as if it were dense, ``groups``
+    times too many (a depthwise convolution's backward came out 33x its forward with 32 groups); the
+    forward formula handles groups through the weight's shape, so it is reused here.
+    """
+    forward = conv_flop_count(get_shape(x), get_shape(w), get_shape(grad_out), transposed)
+    return int(forward * (int(bool(output_mask[0])) + int(bool(output_mask[1]))))
+
+
+# Formulas that replace or add to torch's registry: convolution backward with groups (see above), and the
+# CPU's fused attention kernels with torch's own SDPA formulas (the registry lists only GPU kernels).
+EXTRA_FLOP_FORMULAS: dict[Any, Callable[..., int]] = {aten.convolution_backward: _conv_backward_flops}
+FLOP_FORMULAS = (
+    "torch.utils.flop_counter (FlopCounterMode's registry) + its SDPA formulas for CPU attention; "
+    f"{GROUPED_CONV_FIX} (backward = forward FLOPs per requested gradient)"
+)
 for _name, _formula in (
     ("_scaled_dot_product_flash_attention_for_cpu", _cpu_sdpa_flops),
     ("_scaled_dot_product_flash_attention_for_cpu_backward", _cpu_sdpa_backward_flops),
@@ -78,6 +114,7 @@ class RawOp:
     flops: float
     bytes: float
     time_s: float = 0.0
+    variant: str = ""
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:
@@ -96,6 +133,18 @@ def _traffic_bytes(tensors: list[torch.Tensor]) -> int:
         seen.add(key)
         total += min(t.numel() * t.element_size(), t.untyped_storage().nbytes())
     return total
+
+
+CONV_GROUPS_ARG = {aten.convolution.default: 8, aten.convolution_backward.default: 9}
+
+
+def _variant(func: Any, args: Any) -> str:
+    """``"depthwise"`` (one input channel per group) or ``"grouped"`` for a convolution with groups, else ``""``."""
+    position = CONV_GROUPS_ARG.get(func)
+    if position is None or len(args) <= position or int(args[position]) <= 1:
+        return ""
+    weight = args[1] if func is aten.convolution.default else args[2]
+    return "depthwise" if int(weight.shape[1]) == 1 else "grouped"
 
 
 def _dtype_of(tensors: list[torch.Tensor]) -> str:
@@ -140,7 +189,7 @@ class OpRecorder(TorchDispatchMode):
 
     def _count(self, func: Any, args: Any, kwargs: Any, out: Any, elapsed: float) -> RawOp:
         inputs, outputs = _tensors((args, kwargs)), _tensors(out)
-        formula = flop_registry.get(func.overloadpacket) or EXTRA_FLOP_FORMULAS.get(func.overloadpacket)
+        formula = EXTRA_FLOP_FORMULAS.get(func.overloadpacket) or flop_registry.get(func.overloadpacket)
         flops = float(formula(*args, **kwargs, out_val=out)) if formula is not None else 0.0
         if func.is_view:
             moved = 0
@@ -151,7 +200,16 @@ class OpRecorder(TorchDispatchMode):
                 if spec.alias_info is not None and spec.alias_info.is_write
             ]
             moved = _traffic_bytes(inputs) + _traffic_bytes(outputs + _tensors(written))
-        return RawOp(self.phase, str(func), self._scope(), _dtype_of(inputs + outputs), flops, float(moved), elapsed)
+        return RawOp(
+            self.phase,
+            str(func),
+            self._scope(),
+            _dtype_of(inputs + outputs),
+            flops,
+            float(moved),
+            elapsed,
+            _variant(func, args),
+        )
 
     def finish(self) -> list[RawOp]:
         """The recorded ops, with GPU times filled in (synchronises)."""
@@ -203,7 +261,7 @@ def merge_records(lo: list[RawOp], hi: list[RawOp]) -> tuple[OpRecord, ...]:
         )
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for a, b in zip(lo, hi, strict=True):
-        key = (a.phase, a.op, a.dtype, a.flops, b.flops, a.bytes, b.bytes)
+        key = (a.phase, a.op, a.dtype, a.flops, b.flops, a.bytes, b.bytes, a.variant)
         if key not in groups:
             groups[key] = [a.scope, 0, 0.0, 0.0]
         group = groups[key]
@@ -220,8 +278,9 @@ def merge_records(lo: list[RawOp], hi: list[RawOp]) -> tuple[OpRecord, ...]:
             flops=(f_lo * count, f_hi * count),
             bytes=(m_lo * count, m_hi * count),
             time_s=(t_lo, t_hi),
+            variant=variant,
         )
-        for (phase, op, dtype, f_lo, f_hi, m_lo, m_hi), (scope, count, t_lo, t_hi) in groups.items()
+        for (phase, op, dtype, f_lo, f_hi, m_lo, m_hi, variant), (scope, count, t_lo, t_hi) in groups.items()
     )
 
 
@@ -240,5 +299,5 @@ def record_work(trainer: Trainer, batches: tuple[int, int], op_iters: int = 1) -
         records=merge_records(runs[lo], runs[hi]),
         timing_method="cuda_events" if trainer.is_cuda else "perf_counter",
         op_iters=op_iters,
-        flop_formulas="torch.utils.flop_counter (FlopCounterMode's registry) + its SDPA formulas for CPU attention",
+        flop_formulas=FLOP_FORMULAS,
     )
