@@ -1,7 +1,7 @@
 """Correct the grouped-convolution backward FLOPs of profiles made before srifty counted them right.
 
 torch's ``flop_counter`` counts the weight gradient of a grouped convolution as if it were dense (``groups``
-times too many FLOPs; a depthwise backward came out 33x its forward). :mod:`srifty.compute.opcount` now
+times too many FLOPs; a depthwise backward came out 33x its forward). :mod:`srifty.compute.measure.opcount` now
 counts each requested gradient at the forward's FLOPs. This script re-records one iteration of each
 profile's model at the profile's op-count batch sizes with the corrected counter and replaces the FLOP
 columns only: the op sequence, counts, bytes and measured times must match the file's, and stay as they
@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 
 from srifty.compute import load_profile
-from srifty.compute.opcount import FLOP_FORMULAS, merge_records, record_iteration
-from srifty.compute.profiler import ProfileOptions, _Trainer
+from srifty.compute.measure.opcount import FLOP_FORMULAS, merge_records, record_iteration
+from srifty.compute.measure.profiler import ProfileOptions, _Trainer
+from srifty.compute.measure.workloads import build_workload
 from srifty.compute.work import GROUPED_CONV_FIX
-from srifty.compute.workloads import build_workload
 
 
 def fix(path: Path) -> str:

@@ -52,7 +52,7 @@ def test_op_flops_match_flop_counter_mode_and_grow_with_the_batch() -> None:
 
 def test_grouped_convolution_backward_costs_twice_its_forward_and_is_marked() -> None:
     """torch's formula counts a grouped convolution's weight gradient as dense (33x the forward at 32 groups)."""
-    from srifty.compute.opcount import OpRecorder
+    from srifty.compute.measure.opcount import OpRecorder
 
     for groups, variant in ((1, ""), (4, "grouped"), (32, "depthwise")):
         conv = torch.nn.Conv2d(32, 32, 3, padding=1, groups=groups)
@@ -143,7 +143,8 @@ def test_cli_estimate_writes_marked_estimates(cli, cnn_profile, tmp_path: Path) 
     assert est.estimated_from == "cpu" and est.device.gpu == "T4" and est.samples == ()
     assert "--device cuda" in stdout and "on a VM with a T4 GPU" in stdout
     code, stdout, _ = cli("profile", "show", str(tmp_path / files[1]))
-    assert code == 0 and "ESTIMATE (roofline) from cpu" in stdout and "ESTIMATED latency model" in stdout
+    assert code == 0 and "ESTIMATE (calibrated) from cpu" in stdout and "ESTIMATED latency model" in stdout
+    assert "expected error" in stdout and "numeric settings" in stdout
     code, stdout, _ = cli("profile", "estimate", str(path), "--gpu", "T4", "--out", str(tmp_path), "--method", "paleo")
     assert code == 0 and (tmp_path / "srifty.compute.zoo-tiny_cnn__T4.paleo.json").is_file()
 

@@ -33,6 +33,11 @@ def _float_or_none(text: str | None) -> float | None:
     return float(text) if text else None
 
 
+def _tflops(text: str | None) -> float | None:
+    value = _float_or_none(text)
+    return value * 1e12 if value is not None else None
+
+
 def load_gpu_specs() -> dict[str, GpuSpec]:
     """GPU datasheet figures by accelerator name (``gpu_specs.csv``)."""
     specs: dict[str, GpuSpec] = {}
@@ -47,6 +52,9 @@ def load_gpu_specs() -> dict[str, GpuSpec]:
             intra_node_link=row["intra_node_link"],
             link_bytes_per_s_per_gpu=float(row["link_gbs_per_gpu"]) * 1e9,
             notes=row.get("notes", ""),
+            generation=(row.get("generation") or "").strip().lower(),
+            tf32_flops_per_s=_tflops(row.get("tf32_tflops_dense")),
+            bf16_flops_per_s=_tflops(row.get("bf16_tflops_dense")),
         )
     return specs
 

@@ -21,10 +21,14 @@ class GpuSpec:
         memory_bytes: device memory.
         mem_bw_bytes_per_s: peak memory bandwidth.
         fp32_flops_per_s: dense FP32 peak.
-        tensor16_flops_per_s: dense FP16/BF16 tensor-core peak; ``None`` where the GPU has no tensor cores.
+        tensor16_flops_per_s: dense FP16 peak with FP32 accumulation (tensor cores from Volta on; P100's
+            FP16 is non-tensor); ``None`` where the GPU has no fast FP16.
         intra_node_link: ``"nvlink2"``, ``"pcie3"`` and so on, between GPUs of one VM.
         link_bytes_per_s_per_gpu: that link's bandwidth per GPU (NVLink: total bidirectional).
         notes: caveats copied from the datasheet table.
+        generation: architecture, lower case (``"volta"``, ``"ampere"``, ``"hopper"``); ``""`` where unknown.
+        tf32_flops_per_s: dense TF32 tensor-core peak (Ampere and later), ``None`` before.
+        bf16_flops_per_s: dense BF16 tensor-core peak (Ampere and later), ``None`` before.
     """
 
     name: str
@@ -35,6 +39,9 @@ class GpuSpec:
     intra_node_link: str
     link_bytes_per_s_per_gpu: float
     notes: str = ""
+    generation: str = ""
+    tf32_flops_per_s: float | None = None
+    bf16_flops_per_s: float | None = None
 
 
 @dataclass(frozen=True)

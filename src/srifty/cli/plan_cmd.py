@@ -16,13 +16,16 @@ from srifty.plan.result import Plan
 from srifty.plan.scoring import Scored
 
 
-def _config_table(title: str, s: Scored, sources: dict[str, str]) -> Table:
+def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[str, float]) -> Table:
     table = Table(title=title)
-    for column in ("group", "GPU", "GPUs/VM", "market", "local batch", "$/h (group)", "grad weight", "profile"):
-        table.add_column(column, justify="left" if column in ("group", "GPU", "profile") else "right")
+    columns = ("group", "GPU", "GPUs/VM", "market", "local batch", "$/h (group)", "grad weight", "profile")
+    for column in (*columns, "source", "expected error"):
+        table.add_column(column, justify="left" if column in ("group", "GPU", "profile", "source") else "right")
     for g in s.config.groups:
         source = sources.get(g.instance.gpu_name, "")
-        kind = styled("yellow", "estimated") if source.startswith("estimated") else Text("measured")
+        estimated = source.startswith("estimated")
+        kind = styled("yellow", "estimated") if estimated else Text("measured")
+        error = errors.get(g.instance.gpu_name, 0.0)
         table.add_row(
             g.notation(),
             g.instance.gpu_name,
@@ -32,6 +35,8 @@ def _config_table(title: str, s: Scored, sources: dict[str, str]) -> Table:
             f"${g.price_usd_per_hour():,.3f}",
             f"{g.local_batch / s.config.global_batch:.5f}",
             kind,
+            source.removeprefix("estimated from ").removeprefix("measured: "),
+            f"±{100 * error:.0f}%" if estimated else "—",
         )
     return table
 
@@ -56,6 +61,13 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
         ),
         ("cost", f"${s.cost_usd:,.2f}" + (f" (budget ${p.budget_usd:,.2f})" if p.budget_usd else "")),
     ]
+    if e.iter_mean_error_s > 0:
+        rows.append(
+            (
+                "estimation error of the mean (1σ)",
+                f"±{e.iter_mean_error_s * 1000:,.1f} ms per iteration (estimated profiles, systematic)",
+            )
+        )
     if s.p_meet_deadline is not None:
         rows.append(("P(meet deadline)", f"{s.p_meet_deadline:.3f}"))
     if e.estimated_profiles:
@@ -67,19 +79,24 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
 
 def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: str | None = None) -> Table:
     table = Table(title=title)
-    for column in ("config", "time s", "cost $", "samples/s", "meets constraints"):
+    with_deadline = any(s.p_meet_deadline is not None for s in items)
+    columns = ("config", "time s", "cost $", "samples/s", "meets constraints")
+    for column in (*columns, "P(meet deadline)") if with_deadline else columns:
         table.add_column(column, justify="left" if column == "config" else "right")
     for s in items:
         name = Text(s.config.notation()) + (
             styled("bold", " ◀ chosen") if mark and s.config.notation() == mark else Text()
         )
-        table.add_row(
+        row: list[str | Text] = [
             name,
             f"{s.time_s:,.1f}",
             f"{s.cost_usd:,.2f}",
             f"{s.throughput_samples_per_s:,.1f}",
             "yes" if s.feasible else "no: " + ", ".join(s.violations),
-        )
+        ]
+        if with_deadline:
+            row.append("—" if s.p_meet_deadline is None else f"{s.p_meet_deadline:.3f}")
+        table.add_row(*row)
     return table
 
 
@@ -97,7 +114,11 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None
     )
     if plan.best is not None:
         label = "best configuration" if plan.best.feasible else "chosen configuration (violates constraints)"
-        out.print(_config_table(f"{label}: {plan.best.config.notation()}", plan.best, plan.profile_sources))
+        out.print(
+            _config_table(
+                f"{label}: {plan.best.config.notation()}", plan.best, plan.profile_sources, plan.profile_errors
+            )
+        )
         out.print(_summary_table(plan, plan.best))
     if plan.alternatives:
         out.print(_list_table("next best alternatives", plan.alternatives))
@@ -166,7 +187,12 @@ def plan_command(
         closest = plan.infeasibility.closest
         if closest is not None:
             out.print(
-                _config_table(f"closest configuration: {closest.config.notation()}", closest, plan.profile_sources)
+                _config_table(
+                    f"closest configuration: {closest.config.notation()}",
+                    closest,
+                    plan.profile_sources,
+                    plan.profile_errors,
+                )
             )
             out.print(_summary_table(plan, closest))
         err.print(styled("bold red", "infeasible"))

@@ -25,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=False,
 )
 app.command("estimate")(estimate_cmd.estimate)
+app.command("calibrate")(estimate_cmd.calibrate)
 
 
 def default_profile_path(model: str, device_label: str) -> Path:
@@ -39,7 +40,7 @@ def profile(
         str | None, typer.Option(help="torchvision name, hf:<config>, or package.module:function.")
     ] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
-    precision: Annotated[str, typer.Option(help="fp32 or bf16 (autocast).")] = "fp32",
+    precision: Annotated[str, typer.Option(help="fp32, or bf16 or fp16 (autocast).")] = "fp32",
     max_probes: Annotated[int, typer.Option(help="Batch sizes measured for the latency model.")] = 4,
     out_path: Annotated[Path | None, typer.Option("--out", help="Profile file to write.")] = None,
     memory_limit: Annotated[str | None, typer.Option(help="CPU: peak memory allowed, e.g. 8GiB.")] = None,
@@ -158,6 +159,14 @@ def _ceilings(p: Profile) -> str:
     )
 
 
+def _spread_text(p: Profile) -> str:
+    if not p.is_estimate:
+        return f"measured CV × {p.spread_scale:.2f}"
+    if p.estimate is not None and p.estimate.method == "calibrated":
+        return "per iteration: the median CV of the H200 calibration curves; estimation error: see expected error"
+    return f"measured CV × {p.spread_scale:.2f} (estimate: source's spread, widened)"
+
+
 def show_profile(p: Profile) -> None:
     """Rich tables for one profile."""
     kind: Text | str
@@ -172,7 +181,7 @@ def show_profile(p: Profile) -> None:
     summary.add_column("value")
     knee = p.latency["iter"].knee_batch
     base_gib, per_sample_mib = p.memory.base_bytes / BYTES_PER_GIB, p.memory.per_sample_bytes / BYTES_PER_MIB
-    for field, value in [
+    rows = [
         ("model", f"{p.model} ({p.model_kind}; {p.input_description})"),
         ("parameters", f"{p.n_params:,} ({p.param_bytes / BYTES_PER_MIB:,.1f} MiB of gradients)"),
         ("device", f"{p.device.name} [{p.device.kind}, {p.device.threads} threads]"),
@@ -184,12 +193,17 @@ def show_profile(p: Profile) -> None:
         ("DDP buckets", f"{len(p.buckets)} (bucket_cap_mb={p.bucket_cap_mb or 'default'})"),
         ("op counts", _work_summary(p)),
         ("roofline ceilings", _ceilings(p)),
-        (
-            "spread",
-            f"measured CV × {p.spread_scale:.2f}" + (" (estimate: source's spread, widened)" if p.is_estimate else ""),
-        ),
+        ("spread", _spread_text(p)),
+        ("numeric settings", p.numeric_settings.describe()),
         ("torch", p.device.torch_version),
-    ]:
+    ]
+    if p.estimate is not None and p.estimate.expected_error is not None:
+        rows.append(("expected error", f"±{100 * p.estimate.expected_error:.0f}% (held-out calibration error)"))
+    if p.estimate is not None and p.estimate.numerics:
+        rows.append(("units on the GPU", p.estimate.numerics))
+    if p.estimate is not None:
+        rows.append(("assumptions", p.estimate.assumptions))
+    for field, value in rows:
         summary.add_row(field, value)
     out.print(summary)
     if p.samples:

@@ -1,6 +1,7 @@
 """Compute stage, the models: a model's latency and memory against batch size, its gradient timeline and
 DDP buckets (:class:`Profile`), fitted from measurements, and its profile estimated on GPUs nobody measured
-(roofline scaling op by op, :func:`estimate_profile`).
+(the calibrated GPU model, :func:`calibrated_profile`; the older roofline scaling op by op,
+:func:`estimate_profile`).
 
 Everything here is pure (numpy, no torch). Measuring a real model with torch is
 :mod:`srifty.compute.measure`; the Paleo baseline's analytical model lives with the other baselines, in
@@ -10,6 +11,8 @@ Everything here is pure (numpy, no torch). Measuring a real model with torch is
 from __future__ import annotations
 
 from srifty.compute.buckets import Bucket, assign_buckets
+from srifty.compute.calibrated import calibrated_profile
+from srifty.compute.calibration import Calibration, default_calibration, load_calibration
 from srifty.compute.estimate import (
     SourceChoice,
     choose_source,
@@ -23,25 +26,31 @@ from srifty.compute.estimate import (
 from srifty.compute.latency import LatencyModel, fit_latency_curve, fit_linear, fit_piecewise_linear
 from srifty.compute.memory import MemoryModel, fit_memory_model
 from srifty.compute.names import parse_model_name
+from srifty.compute.numerics import NumericSettings, PrecisionError
 from srifty.compute.profile import DeviceInfo, EstimateInfo, ParamInfo, PhaseSamples, Profile, load_profile
 from srifty.compute.roofline import DevicePeaks, gpu_peaks, roofline_ratio, roofline_time_s
 from srifty.compute.work import OpRecord, OpWork
 
 __all__ = [
     "Bucket",
+    "Calibration",
     "DeviceInfo",
     "DevicePeaks",
     "EstimateInfo",
     "LatencyModel",
     "MemoryModel",
+    "NumericSettings",
     "OpRecord",
     "OpWork",
     "ParamInfo",
     "PhaseSamples",
+    "PrecisionError",
     "Profile",
     "SourceChoice",
     "assign_buckets",
+    "calibrated_profile",
     "choose_source",
+    "default_calibration",
     "estimate_from",
     "estimate_profile",
     "fit_latency_curve",
@@ -49,6 +58,7 @@ __all__ = [
     "fit_memory_model",
     "fit_piecewise_linear",
     "gpu_peaks",
+    "load_calibration",
     "load_profile",
     "measure_command",
     "parse_model_name",

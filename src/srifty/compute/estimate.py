@@ -286,7 +286,7 @@ def assemble_estimate(
         srifty_version=__version__,
         notes=f"ESTIMATE for {spec.name} ({info.method}), not a measurement: {info.reason}",
         work=work.without_times(),
-        estimated_from=info.source_device if info.method == "roofline" else f"paleo ({info.source_device} op counts)",
+        estimated_from=f"paleo ({info.source_device} op counts)" if info.method == "paleo" else info.source_device,
         spread_scale=spread_scale,
         estimate=info,
         spread_points=source.spread() if info.method == "roofline" else (),

@@ -25,6 +25,7 @@ from srifty.compute.buckets import Bucket, assign_buckets
 from srifty.compute.latency import LatencyModel
 from srifty.compute.machine import MachineRecord
 from srifty.compute.memory import MemoryModel
+from srifty.compute.numerics import NumericSettings
 from srifty.compute.work import OpWork
 from srifty.errors import ProfileError
 
@@ -127,14 +128,19 @@ class EstimateInfo:
     """How an estimated profile was made. Everything in such a profile is a prediction, not a measurement.
 
     Attributes:
-        method: ``"roofline"`` (scaled op by op from a measured profile) or ``"paleo"`` (analytical, from
-            op counts alone).
+        method: ``"calibrated"`` (the calibrated GPU model, :mod:`srifty.compute.calibrated`),
+            ``"roofline"`` (scaled op by op from a measured profile) or ``"paleo"`` (analytical, from op
+            counts alone).
         source_device: label of the profile it was made from (``"cpu"``, ``"V100"``).
         source_device_name: that device's full name.
         source_created_at: when the source was measured.
         reason: why that source was used (closest of several, the only one, ...).
         launch_floor_s: least time of one op on the target (roofline method), in seconds.
         assumptions: the main assumptions, in words.
+        expected_error: the estimate's expected relative error of the iteration time (a fraction, from the
+            calibration's leave-one-model-out errors), ``None`` where unknown (roofline, Paleo).
+        numerics: which units ran which op classes on the target, and under which settings.
+        calibration: which calibration priced it (when it was fitted, by which srifty).
     """
 
     method: str
@@ -144,6 +150,9 @@ class EstimateInfo:
     reason: str
     launch_floor_s: float
     assumptions: str
+    expected_error: float | None = None
+    numerics: str = ""
+    calibration: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,11 +202,25 @@ class Profile:
     estimate: EstimateInfo | None = None
     spread_points: tuple[SpreadPoint, ...] = ()
     machine: MachineRecord | None = None
+    numerics: NumericSettings | None = None
 
     def __post_init__(self) -> None:
         missing = [p for p in PHASES if p not in self.latency]
         if missing:
             raise ProfileError(f"profile of {self.model} lacks latency models for {', '.join(missing)}")
+
+    @property
+    def numeric_settings(self) -> NumericSettings:
+        """The numeric settings the profile ran under (PyTorch's defaults for its precision where not recorded)."""
+        return self.numerics if self.numerics is not None else NumericSettings.for_precision(self.precision)
+
+    @property
+    def expected_error(self) -> float:
+        """Expected relative error of this profile's iteration time: 0 for a measurement, the estimate's
+        calibrated error for an estimate (0 where the method has none on record)."""
+        if self.estimate is None or self.estimate.expected_error is None:
+            return 0.0
+        return float(self.estimate.expected_error)
 
     @property
     def is_estimate(self) -> bool:
@@ -345,6 +368,7 @@ class Profile:
             "spread_points": [p.__dict__ for p in self.spread_points],
             "work": None if self.work is None else self.work.to_dict(),
             "machine": None if self.machine is None else self.machine.to_dict(),
+            "numerics": None if self.numerics is None else self.numerics.to_dict(),
             "notes": self.notes,
             "extra": dict(self.extra),
         }
@@ -411,6 +435,7 @@ class Profile:
                 estimate=None if data.get("estimate") is None else EstimateInfo(**data["estimate"]),
                 spread_points=tuple(SpreadPoint(**p) for p in data.get("spread_points", ())),
                 machine=None if data.get("machine") is None else MachineRecord.from_dict(data["machine"]),
+                numerics=None if data.get("numerics") is None else NumericSettings.from_dict(data["numerics"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise ProfileError(f"malformed profile: {type(err).__name__} {err}; regenerate it") from None

@@ -98,3 +98,54 @@ def tiny_cnn() -> Factory:
         return torch.randn(batch_size, 3, 32, 32), torch.randint(0, 10, (batch_size,))
 
     return model, make_batch, nn.CrossEntropyLoss()
+
+
+def _bert_squad(config: Any, seq_len: int) -> Factory:
+    """A BERT with a SQuAD span head on random ids (the shape of the public ``bert_*_squad`` benchmarks)."""
+    import transformers
+
+    model = transformers.BertForQuestionAnswering(config)
+
+    def make_batch(batch_size: int) -> tuple[Any, Any]:
+        ids = torch.randint(0, config.vocab_size, (batch_size, seq_len))
+        inputs = {
+            "input_ids": ids,
+            "token_type_ids": torch.zeros_like(ids),
+            "attention_mask": torch.ones_like(ids),
+            "start_positions": torch.randint(0, seq_len, (batch_size,)),
+            "end_positions": torch.randint(0, seq_len, (batch_size,)),
+        }
+        return inputs, None
+
+    return model, make_batch, lambda output, _target: output.loss
+
+
+def bert_base_squad(seq_len: int = 384) -> Factory:
+    """BERT-base (bert-base-uncased shape) fine-tuning on SQuAD-shaped inputs, 384 tokens as in
+    NVIDIA DeepLearningExamples' ``run_squad.sh`` (the workload of Lambda's ``bert_base_squad`` figures)."""
+    import transformers
+
+    return _bert_squad(transformers.BertConfig(), seq_len)
+
+
+def bert_large_squad(seq_len: int = 384) -> Factory:
+    """BERT-large (24 layers, hidden 1024, 16 heads) fine-tuning on SQuAD-shaped inputs, 384 tokens."""
+    import transformers
+
+    config = transformers.BertConfig(
+        hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096
+    )
+    return _bert_squad(config, seq_len)
+
+
+def resnext101_32x4d(num_classes: int = 1000) -> Factory:
+    """ResNeXt-101 32x4d (grouped 3x3 convolutions, 32 groups of width 4) on 224x224 images, the model of
+    NVIDIA DeepLearningExamples' ``resnext101-32x4d`` (torchvision has only 32x8d and 64x4d)."""
+    from torchvision.models.resnet import Bottleneck, ResNet
+
+    model = ResNet(Bottleneck, [3, 4, 23, 3], groups=32, width_per_group=4, num_classes=num_classes)
+
+    def make_batch(batch_size: int) -> tuple[Any, Any]:
+        return torch.randn(batch_size, 3, 224, 224), torch.randint(0, num_classes, (batch_size,))
+
+    return model, make_batch, nn.CrossEntropyLoss()

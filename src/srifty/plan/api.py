@@ -91,8 +91,13 @@ def plan_job(
         return compute_latency_ms(resolved.profiles, cand, batch)
 
     plan = make_plan(problem, predictor, latency, entry, mode, max_sim_calls, top_k)
+    errors = {gpu: profile.expected_error for gpu, profile in resolved.profiles.items()}
     plan = dataclasses.replace(
-        plan, profile_sources=dict(resolved.sources), spec_name=spec.name, notes=plan.notes + resolved.warnings
+        plan,
+        profile_sources=dict(resolved.sources),
+        profile_errors=errors,
+        spec_name=spec.name,
+        notes=plan.notes + resolved.warnings,
     )
     return plan, resolved
 

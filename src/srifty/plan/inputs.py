@@ -2,9 +2,10 @@
 
 Profiles come, in order of preference, from the files the spec lists (``model.profiles``), from the
 profiles bundled with srifty for that model, or, for GPU types with neither, from a cross-GPU estimate
-(:mod:`srifty.compute.estimate`) of the closest measured profile; every source is recorded so the plan can
-say which numbers were measured and which were estimated. The bandwidth model is the spec's
-``network_model`` file or the embedded default, which was measured on srifty's network testbed.
+with the calibrated GPU model (:mod:`srifty.compute.calibrated`) of the closest measured profile; every
+source is recorded so the plan can say which numbers were measured and which were estimated, and each
+estimate carries its expected error. The bandwidth model is the spec's ``network_model`` file or the
+embedded default, which was measured on srifty's network testbed.
 """
 
 from __future__ import annotations
@@ -107,11 +108,13 @@ def resolve_profiles(
 
 
 def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Profile, str]:
-    from srifty.compute.estimate import choose_source, estimate_profile
+    from srifty.compute.calibrated import calibrated_profile
+    from srifty.compute.estimate import choose_source
 
     choice = choose_source(measured, gpu, catalog)
-    estimate = estimate_profile(choice.profile, gpu, catalog=catalog, reason=choice.reason)
-    return estimate, f"{choice.profile.device.label} ({choice.reason})"
+    estimate = calibrated_profile(choice.profile, gpu, catalog=catalog, reason=choice.reason)
+    how = "GPU-to-GPU scaling" if choice.profile.device.kind == "cuda" else "op counts"
+    return estimate, f"{choice.profile.device.label} profile ({how}, calibrated GPU model)"
 
 
 def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:

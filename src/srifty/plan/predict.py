@@ -31,6 +31,7 @@ class Estimate:
     compute_s: float
     comm_exposed_s: float
     estimated_profiles: bool = False
+    iter_mean_error_s: float = 0.0
 
 
 class Predictor(Protocol):
@@ -72,4 +73,5 @@ class SimPredictor:
             r.fw_mean_s + r.bwd_mean_s + r.step_mean_s,
             r.comm_exposed_mean_s,
             r.estimated_profiles,
+            r.iter_mean_error_s,
         )

@@ -40,6 +40,7 @@ class Plan:
     solve_time_s: float
     infeasibility: Infeasibility | None
     profile_sources: dict[str, str] = field(default_factory=dict)
+    profile_errors: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     spec_name: str | None = None
     spec_digest: str | None = None
@@ -94,6 +95,7 @@ class Plan:
                 "closest": None if self.infeasibility.closest is None else scored_dict(self.infeasibility.closest),
             },
             "profile_sources": self.profile_sources,
+            "profile_expected_errors": self.profile_errors,
             "notes": list(self.notes),
             "evaluated": [point_dict(s) for s in self.evaluated],
         }
@@ -125,6 +127,7 @@ def scored_dict(s: Scored) -> dict[str, Any]:
         "iter_p5_s": s.estimate.iter_p5_s,
         "iter_p95_s": s.estimate.iter_p95_s,
         "iter_std_s": s.estimate.iter_std_s,
+        "iter_mean_error_s": s.estimate.iter_mean_error_s,
         "compute_s": s.estimate.compute_s,
         "comm_exposed_s": s.estimate.comm_exposed_s,
         "time_s": s.time_s,

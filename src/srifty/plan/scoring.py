@@ -87,12 +87,14 @@ def score(problem: PlanProblem, config: Config, estimate: Estimate) -> Scored:
 
 
 def deadline_probability(problem: PlanProblem, estimate: Estimate) -> float:
-    """P(job time ≤ deadline) from the per-iteration spread: the sum of N independent iterations is
-    normal with mean ``N·μ`` and standard deviation ``√N·σ`` (central limit theorem)."""
+    """P(job time ≤ deadline). The sum of N independent iterations is normal with mean ``N·μ`` and
+    standard deviation ``√N·σ`` (central limit theorem); an estimated profile's error of the mean is the
+    same in every iteration, so it adds ``N·ε`` (not ``√N·ε``), in quadrature."""
     if problem.deadline_s is None:
         return 1.0
     slack = problem.deadline_s - problem.job_time_s(estimate.iter_mean_s)
-    spread = math.sqrt(problem.iterations) * estimate.iter_std_s
+    n = problem.iterations
+    spread = math.hypot(math.sqrt(n) * estimate.iter_std_s, n * estimate.iter_mean_error_s)
     if spread <= 0:
         return 1.0 if slack >= 0 else 0.0
     return 0.5 * (1.0 + math.erf(slack / (spread * math.sqrt(2.0))))

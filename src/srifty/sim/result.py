@@ -20,6 +20,8 @@ class SimResult:
         n_transfers: buckets (or layers) exchanged per iteration.
         slowest_group: the group whose compute is slowest on average.
         estimated_profiles: whether any profile used was estimated rather than measured.
+        iter_mean_error_s: standard deviation of the *mean* iteration time due to estimated profiles (their
+            calibrated expected error on the compute share): a systematic error, 0 when all are measured.
     """
 
     config: str
@@ -41,6 +43,7 @@ class SimResult:
     n_transfers: int
     slowest_group: str
     estimated_profiles: bool
+    iter_mean_error_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -13,6 +13,12 @@ piecewise-linear function of ``t_bwd``; it is simulated at three values of ``t_b
 interpolated, and cached by (slowest type, its batch, world size, VM count, types present), so the
 planner can call the simulator tens of thousands of times.
 
+Estimated profiles: a profile estimated for a GPU nobody measured carries its expected error (the
+calibration's leave-one-model-out error, :attr:`Profile.expected_error`). That error is systematic, the
+same in every iteration, so it is not added to the per-iteration spread: the result carries it as
+``iter_mean_error_s`` (the largest expected error of the configuration's profiles, times the compute share
+of the iteration, times the mean) and the p5/p95 are widened by it in quadrature.
+
 All randomness comes from the ``numpy.random.Generator`` passed in; nothing reads the clock.
 """
 
@@ -37,6 +43,7 @@ from srifty.vocab.config import Config
 
 TransferMode = Literal["bucket", "layer"]
 MS = 1e-3
+Z_90 = 1.6448536269514722  # the standard normal's 95th percentile
 
 
 @dataclass(frozen=True)
@@ -244,7 +251,11 @@ class Simulator:
         mean = float(ordered.sum()) / iters
         p5, p50, p95 = (_percentile(ordered, q) for q in (5.0, 50.0, 95.0))
         exposed = np.maximum(t_pe - t_bwd, 0.0)
-        estimated = any(self.profile_for(g.instance).is_estimate for g in groups)
+        group_profiles = [self.profile_for(g.instance) for g in groups]
+        estimated = any(p.is_estimate for p in group_profiles)
+        compute_mean = float((t_fw + t_bwd + t_step).sum()) / iters
+        error_rel = max(p.expected_error for p in group_profiles) * min(compute_mean / max(mean, 1e-12), 1.0)
+        p5, p95 = (_widened(q, mean, error_rel * mean, z) for q, z in ((p5, -Z_90), (p95, Z_90)))
         return SimResult(
             config=config.notation(),
             world_size=config.world_size,
@@ -265,7 +276,15 @@ class Simulator:
             n_transfers=n_transfers,
             slowest_group=slowest.notation(),
             estimated_profiles=estimated,
+            iter_mean_error_s=error_rel * mean,
         )
+
+
+def _widened(quantile: float, mean: float, error_s: float, z: float) -> float:
+    """A sampled quantile widened by a systematic error of the mean (standard deviation ``error_s``): the two
+    spreads add in quadrature, ``mean ± sqrt(dev² + (z·error_s)²)``."""
+    deviation = quantile - mean
+    return mean + float(np.sign(z)) * float(np.hypot(deviation, z * error_s))
 
 
 def _percentile(ordered: NDArray[np.float64], q: float) -> float:

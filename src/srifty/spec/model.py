@@ -24,7 +24,7 @@ from pydantic import (
 SPEC_SCHEMA_VERSION = 1
 
 Goal = Literal["min_time", "min_cost"]
-Precision = Literal["fp32", "bf16"]
+Precision = Literal["fp32", "bf16", "fp16"]
 
 
 def _market_alias(value: Any) -> Any:

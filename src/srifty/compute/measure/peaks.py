@@ -46,13 +46,16 @@ def _median_rate(work: float, run: Callable[[], object], sync: Callable[[], None
     return float(statistics.median(rates))
 
 
-def measure_peaks(device: str = "cpu", half: bool = False, seconds: float = 1.0) -> MeasuredPeaks:
-    """Median fp32 (and, with ``half``, bf16) matmul FLOP/s and copy bandwidth on ``device``.
+def measure_peaks(
+    device: str = "cpu", half: bool = False, seconds: float = 1.0, half_dtype: torch.dtype | None = None
+) -> MeasuredPeaks:
+    """Median fp32 (and, with ``half``, 16-bit) matmul FLOP/s and copy bandwidth on ``device``.
 
     Args:
         device: ``"cpu"`` or a CUDA device.
-        half: also measure a bf16 matrix product (for bf16 profiles).
+        half: also measure a 16-bit matrix product (for bf16/fp16 profiles).
         seconds: about how long each measurement runs.
+        half_dtype: the 16-bit dtype (default bf16).
     """
     dev = torch.device(device)
 
@@ -68,12 +71,13 @@ def measure_peaks(device: str = "cpu", half: bool = False, seconds: float = 1.0)
 
     with torch.no_grad():
         fp32 = matmul_rate(torch.float32)
-        bf16 = matmul_rate(torch.bfloat16) if half else None
+        half_type = half_dtype or torch.bfloat16
+        bf16 = matmul_rate(half_type) if half else None
         src = torch.ones(COPY_BYTES // 4, device=dev)
         dst = torch.empty_like(src)
         bandwidth = _median_rate(2.0 * COPY_BYTES, lambda: dst.copy_(src), sync, seconds)
     parts = [f"median rate over ~{seconds:g} s each of {MATMUL_N}x{MATMUL_N} fp32 matmuls"]
     if half:
-        parts.append("bf16 matmuls")
+        parts.append(f"{str(half_dtype or torch.bfloat16).replace('torch.', '')} matmuls")
     parts.append(f"{COPY_BYTES >> 20} MiB copies (read + write) with {torch.get_num_threads()} threads")
     return MeasuredPeaks(fp32, bf16, bandwidth, "measured: " + ", ".join(parts))

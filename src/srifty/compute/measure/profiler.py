@@ -27,6 +27,7 @@ from srifty.compute.measure.opcount import record_work
 from srifty.compute.measure.peaks import MeasuredPeaks, measure_peaks
 from srifty.compute.measure.workloads import SampleSpec, Workload, build_workload, call_model, to_device
 from srifty.compute.memory import find_max_batch, fit_memory_model
+from srifty.compute.numerics import NumericSettings
 from srifty.compute.profile import PHASES, DeviceInfo, ParamInfo, PhaseSamples, Profile
 from srifty.compute.work import OpWork
 from srifty.errors import ProfileError
@@ -44,7 +45,8 @@ class ProfileOptions:
 
     Attributes:
         device: ``"cpu"`` or ``"cuda"`` (or ``"cuda:N"``).
-        precision: ``"fp32"``, or ``"bf16"`` autocast for forward and loss.
+        precision: ``"fp32"``, or ``"bf16"``/``"fp16"`` autocast for forward and loss (fp16 without a
+            gradient scaler: the timing is the same, the numerics are not a recipe).
         max_probes: batch sizes measured for the latency model (the paper uses 4).
         warmup_iters: iterations discarded at each batch size.
         timed_iters: iterations kept at each batch size.
@@ -85,6 +87,10 @@ class ProfileOptions:
     input_vocab: int | None = None
 
 
+PRECISIONS = ("fp32", "bf16", "fp16")
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
 class _Trainer:
     """One model, optimizer and device; runs and times training iterations."""
 
@@ -114,8 +120,9 @@ class _Trainer:
         return self._batches[size]
 
     def forward_loss(self, inputs: Any, target: Any) -> torch.Tensor:
-        if self.options.precision == "bf16":
-            with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16):
+        dtype = AUTOCAST_DTYPES.get(self.options.precision)
+        if dtype is not None:
+            with torch.autocast(device_type=self.device.type, dtype=dtype):
                 return self.workload.loss_fn(call_model(self.model, inputs), target)
         return self.workload.loss_fn(call_model(self.model, inputs), target)
 
@@ -191,7 +198,8 @@ def device_ceilings(options: ProfileOptions) -> MeasuredPeaks:
         spec = load_catalog().gpu_specs.get(gpu) if gpu else None
         if spec is not None:
             return MeasuredPeaks(spec.fp32_flops_per_s, spec.tensor16_flops_per_s, spec.mem_bw_bytes_per_s, "datasheet")
-    return measure_peaks(options.device, half=options.precision == "bf16", seconds=options.peak_seconds)
+    half = AUTOCAST_DTYPES.get(options.precision)
+    return measure_peaks(options.device, half=half is not None, seconds=options.peak_seconds, half_dtype=half)
 
 
 def _device_info(options: ProfileOptions, memory_limit: int, peaks: MeasuredPeaks | None) -> DeviceInfo:
@@ -226,6 +234,16 @@ def _device_info(options: ProfileOptions, memory_limit: int, peaks: MeasuredPeak
     )
 
 
+def numeric_settings(precision: str) -> NumericSettings:
+    """The numeric settings this process runs under: TF32 switches, matmul precision, autocast dtype."""
+    return NumericSettings(
+        cudnn_allow_tf32=bool(torch.backends.cudnn.allow_tf32),
+        matmul_allow_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+        float32_matmul_precision=torch.get_float32_matmul_precision(),
+        autocast_dtype={"bf16": "bfloat16", "fp16": "float16"}.get(precision),
+    )
+
+
 def work_batches(probed: list[int]) -> tuple[int, int]:
     """The two batch sizes op counts are recorded at: the largest probe and the largest probe at most half
     of it (so the pair spans a factor of two or more), else the smallest probe."""
@@ -248,8 +266,8 @@ def _check_device(options: ProfileOptions) -> None:
         raise ProfileError(f"unknown device '{options.device}' (--device); use cpu or cuda")
     if kind == "cuda" and not torch.cuda.is_available():
         raise ProfileError("--device cuda was asked for, but torch sees no CUDA GPU here; use --device cpu")
-    if options.precision not in ("fp32", "bf16"):
-        raise ProfileError(f"unknown precision '{options.precision}' (--precision); use fp32 or bf16")
+    if options.precision not in PRECISIONS:
+        raise ProfileError(f"unknown precision '{options.precision}' (--precision); use fp32, bf16 or fp16")
     if options.timed_iters < 2:
         raise ProfileError("timed_iters (--iters) must be at least 2, so the spread can be measured")
     if options.op_iters < 1:
@@ -398,6 +416,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         srifty_version=__version__,
         extra={"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed},
         work=work,
+        numerics=numeric_settings(options.precision),
         notes=note,
         machine=current_machine(),
     )
