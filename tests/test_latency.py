@@ -28,7 +28,7 @@ def test_exact_recovery_of_hockey_sticks_at_candidates(
     floor: float, slope: float, knee_exp: float, max_exp: int
 ) -> None:
     curve = hockey_stick(floor, slope, 2.0**knee_exp)
-    model = fit_latency_curve(curve, 2**max_exp)
+    model = fit_latency_curve(curve, 2**max_exp, flat_floor=True)
     cands = default_candidates(2**max_exp)
     truth = np.array([curve(b) for b in cands])
     np.testing.assert_allclose(model.predict_ms(cands), truth, rtol=1e-9, atol=1e-9)
@@ -47,7 +47,7 @@ def test_recovery_with_noise_stays_within_noise(
 ) -> None:
     rng = np.random.default_rng(seed)
     curve = hockey_stick(floor, slope, 2.0**knee_exp)
-    model = fit_latency_curve(lambda b: curve(b) * (1 + rng.uniform(-noise, noise)), 1024)
+    model = fit_latency_curve(lambda b: curve(b) * (1 + rng.uniform(-noise, noise)), 1024, flat_floor=True)
     cands = default_candidates(1024)
     truth = np.array([curve(b) for b in cands])
     error = np.abs(model.predict_ms(cands) - truth)
@@ -89,7 +89,7 @@ def test_measure_is_called_at_most_n_probes_times_never_twice(max_exp: int, n_pr
 
 
 def test_knee_is_found_between_probes() -> None:
-    model = fit_latency_curve(hockey_stick(10.0, 0.5, 40.0), 512)
+    model = fit_latency_curve(hockey_stick(10.0, 0.5, 40.0), 512, flat_floor=True)
     assert model.knee_batch == pytest.approx(40.0)
     assert len(model.probe_batches) == 4
 
@@ -126,3 +126,22 @@ def test_bad_inputs_are_clear() -> None:
         fit_piecewise_linear([1, 1], [1.0, 2.0])
     with pytest.raises(ProfileError, match="max_batch must be at least 1"):
         default_candidates(0)
+
+
+def test_a_cpu_curve_rising_from_the_smallest_batch_is_not_taken_for_a_floor() -> None:
+    """A convex CPU curve (cache effects) puts the smallest probe far above the large-batch line; without a
+    floor expected the model keeps the chord instead of a flat segment."""
+    curve = {1: 120.0, 2: 190.0, 4: 315.0, 8: 534.0, 16: 989.0, 32: 3206.0, 64: 8109.0}
+    cpu = fit_latency_curve(lambda b: curve[b], 64)
+    gpu = fit_latency_curve(lambda b: curve[b], 64, flat_floor=True)
+    probes = sorted(cpu.probe_batches)
+    inner = [b for b in curve if probes[0] < b < probes[1]]
+    assert inner and all(float(cpu.predict_ms(b)) > curve[probes[0]] * 1.2 for b in inner)
+    assert all(float(gpu.predict_ms(b)) == pytest.approx(curve[probes[0]]) for b in inner[:1])
+
+
+def test_the_fourth_probe_goes_nearest_the_knee_on_a_log_scale() -> None:
+    # floor 10 ms, then 0.1 ms per sample through the origin: the floor meets the line at 100
+    model = fit_latency_curve(lambda b: max(10.0, 0.1 * b), 1024, flat_floor=True)
+    assert sorted(model.probe_batches) == [1, 128, 512, 1024]
+    assert model.knee_batch == pytest.approx(100.0)

@@ -74,10 +74,11 @@ def measure_profile(
     candidates = default_candidates(max_batch)
     if candidates[-1] != max_batch:
         candidates.append(max_batch)
-    latency = {"iter": fit_latency_curve(measure, max_batch, n_probes, candidates)}
+    latency = {"iter": fit_latency_curve(measure, max_batch, n_probes, candidates, flat_floor=True)}
     batches = sorted(samples)
     for phase in PHASES[:-1]:
-        latency[phase] = fit_piecewise_linear(batches, [samples[b].robust_mean_ms(phase) for b in batches])
+        values = [samples[b].robust_mean_ms(phase) for b in batches]
+        latency[phase] = fit_piecewise_linear(batches, values, flat_floor=True)  # a GPU: srifty's GPU fit
     device = DeviceInfo(
         kind="cuda",
         name=f"{spec.name} on {instance.name}, {label}",

@@ -23,6 +23,8 @@ from srifty.errors import ProfileError
 
 # A probe whose latency is within this fraction of the throughput-bound line is "on the line".
 LINEAR_TOLERANCE = 0.05
+# With a floor expected (a GPU), the smallest probe is on it when it lies above the next line by this fraction.
+FLOOR_TOLERANCE = 0.0
 
 
 @dataclass(frozen=True)
@@ -126,13 +128,16 @@ def _line(x0: float, y0: float, x1: float, y1: float) -> tuple[float, float]:
     return slope, y0 - slope * x0
 
 
-def fit_piecewise_linear(batches: Sequence[float], latencies_ms: Sequence[float]) -> LatencyModel:
+def fit_piecewise_linear(
+    batches: Sequence[float], latencies_ms: Sequence[float], flat_floor: bool = False
+) -> LatencyModel:
     """Fit a continuous, non-decreasing piecewise-linear model through measured points.
 
     The vertices are the measured points (after a monotone correction for noise). Where the lines of the
     two neighbouring segments meet strictly inside an interval, that meeting point is the knee: the
     interval is split there, so a latency-bound segment and a throughput-bound segment are each exact on
-    their own probes. Only the interval with the largest slope increase gets a knee.
+    their own probes. Only the interval with the largest slope increase gets a knee. With ``flat_floor`` (a
+    GPU's curve) the smallest probe may be a latency-bound floor, flat up to the knee (see ``_find_knee``).
 
     Raises:
         ProfileError: no points, or batch sizes that are not positive and distinct.
@@ -149,7 +154,7 @@ def fit_piecewise_linear(batches: Sequence[float], latencies_ms: Sequence[float]
     xs, ys_raw = xs[order], ys_raw[order]
     ys = _isotonic(ys_raw)
     vx, vy = list(xs), list(ys)
-    knee = _find_knee(xs, ys)
+    knee = _find_knee(xs, ys, flat_floor)
     if knee is not None:
         index, kx, ky = knee
         vx.insert(index + 1, kx)
@@ -164,14 +169,23 @@ def fit_piecewise_linear(batches: Sequence[float], latencies_ms: Sequence[float]
     )
 
 
-def _find_knee(xs: NDArray[np.float64], ys: NDArray[np.float64]) -> tuple[int, float, float] | None:
-    """``(interval index, knee batch, knee latency)`` where neighbouring lines meet inside an interval."""
+def _find_knee(
+    xs: NDArray[np.float64], ys: NDArray[np.float64], flat_floor: bool = False
+) -> tuple[int, float, float] | None:
+    """``(interval index, knee batch, knee latency)`` where neighbouring lines meet inside an interval.
+
+    The first interval has no probe on its left. With ``flat_floor`` (a GPU, whose small batches sit on a
+    latency-bound floor) its left line is flat at the smallest probe, if that probe lies above the right
+    line (by :data:`FLOOR_TOLERANCE`), so a probe just past the knee still recovers it; without (a CPU, whose
+    curve rises from the smallest batch on) the first interval keeps its chord.
+    """
     best: tuple[float, int, float, float] | None = None
-    for i in range(1, len(xs) - 2):
-        left = _line(xs[i - 1], ys[i - 1], xs[i], ys[i])
+    for i in range(0 if flat_floor else 1, len(xs) - 2):
+        left = (0.0, float(ys[0])) if i == 0 else _line(xs[i - 1], ys[i - 1], xs[i], ys[i])
         right = _line(xs[i + 1], ys[i + 1], xs[i + 2], ys[i + 2])
         bend = right[0] - left[0]
-        if bend <= 0:
+        on_floor = ys[0] > (right[0] * xs[0] + right[1]) * (1.0 + FLOOR_TOLERANCE)
+        if bend <= 0 or (i == 0 and not on_floor):
             continue
         kx = (left[1] - right[1]) / bend
         ky = left[0] * kx + left[1]
@@ -203,13 +217,15 @@ def fit_latency_curve(
     max_batch: int,
     n_probes: int = 4,
     candidates: Sequence[int] | None = None,
+    flat_floor: bool = False,
 ) -> LatencyModel:
     """Measure at most ``n_probes`` batch sizes, chosen to locate the knee, and fit a :class:`LatencyModel`.
 
     Placement: the two largest candidates pin the throughput-bound line; the smallest shows whether small
-    batches sit on that line. If they do not, the next probe goes just below where a flat latency-bound
-    segment would meet the line, so the knee falls between probes. Further probes bisect the interval
-    where neighbouring segments disagree most.
+    batches sit on that line. If they do not, the next probe goes to the candidate nearest (in log batch) to
+    where a flat latency-bound segment would meet the line: on a GPU curve that is where the gradual bend
+    departs most from both, so measuring it bounds the error on either side. Further probes bisect the
+    interval where neighbouring segments disagree most.
 
     Args:
         measure: ``measure(batch) -> latency_ms``; called at most ``n_probes`` times, never twice for one
@@ -217,6 +233,8 @@ def fit_latency_curve(
         max_batch: the largest batch that fits.
         n_probes: how many batch sizes to measure (the paper uses 4).
         candidates: batch sizes that may be probed; defaults to the powers of two up to ``max_batch``.
+        flat_floor: the device has a latency-bound floor at small batches (a GPU); see
+            :func:`fit_piecewise_linear`.
 
     Raises:
         ProfileError: fewer than 2 probes, or no valid candidate.
@@ -236,7 +254,7 @@ def fit_latency_curve(
     if len(cands) <= n_probes:
         for c in cands:
             probe(c)
-        return fit_piecewise_linear(list(measured), list(measured.values()))
+        return fit_piecewise_linear(list(measured), list(measured.values()), flat_floor)
 
     probe(cands[-1])
     probe(cands[-2])
@@ -248,11 +266,12 @@ def fit_latency_curve(
         if nxt is None:
             break
         probe(nxt)
-    return fit_piecewise_linear(list(measured), list(measured.values()))
+    return fit_piecewise_linear(list(measured), list(measured.values()), flat_floor)
 
 
 def _knee_probe(cands: list[int], measured: dict[int, float]) -> int:
-    """Where to probe fourth: below the estimated knee, or mid-range if small batches are on the line."""
+    """Where to probe fourth: nearest the estimated knee (log scale), or mid-range if small batches are on the
+    line."""
     hi, hi2, lo = cands[-1], cands[-2], cands[0]
     slope, intercept = _line(hi2, measured[hi2], hi, measured[hi])
     on_line = slope * lo + intercept
@@ -262,9 +281,8 @@ def _knee_probe(cands: list[int], measured: dict[int, float]) -> int:
     if measured[lo] <= on_line or slope <= 0:
         # Small batches are on (or below) the throughput line: no knee to find, check the middle.
         return inner[len(inner) // 2]
-    knee_estimate = (measured[lo] - intercept) / slope
-    below = [c for c in inner if c < knee_estimate]
-    return below[-1] if below else inner[0]
+    knee_estimate = max((measured[lo] - intercept) / slope, 1.0)
+    return min(inner, key=lambda c: (abs(math.log(c / knee_estimate)), c))
 
 
 def _bisect_probe(cands: list[int], measured: dict[int, float]) -> int | None:

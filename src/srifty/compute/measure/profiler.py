@@ -361,11 +361,13 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     candidates = default_candidates(max_batch)
     if candidates[-1] != max_batch:
         candidates.append(max_batch)
-    iter_model = fit_latency_curve(measure, max_batch, options.max_probes, candidates)
+    # A GPU's small batches sit on a latency-bound floor (host-bound kernel issue); a CPU's curve rises.
+    iter_model = fit_latency_curve(measure, max_batch, options.max_probes, candidates, flat_floor=trainer.is_cuda)
     batches = sorted(samples)
     latency = {"iter": iter_model}
     for phase in PHASES[:-1]:
-        latency[phase] = fit_piecewise_linear(batches, [samples[b].robust_mean_ms(phase) for b in batches])
+        values = [samples[b].robust_mean_ms(phase) for b in batches]
+        latency[phase] = fit_piecewise_linear(batches, values, flat_floor=trainer.is_cuda)
     memory = fit_memory_model(list(memory_points), list(memory_points.values()))
 
     report("timeline", 0, 1)
