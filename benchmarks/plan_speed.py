@@ -11,9 +11,10 @@ Run: ``python -m benchmarks.plan_speed``. Writes BENCHMARKS.md ("Planner solve t
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 
-from benchmarks.common import ROOT, machine_description, write_section
+from benchmarks.common import BENCHMARKS_MD, ROOT, machine_description, write_section
 from srifty.catalog import load_catalog
 from srifty.plan import DEFAULT_MAX_SIM_CALLS, count_configs
 from srifty.plan.api import plan_job
@@ -33,6 +34,32 @@ SCALING_SPEC = {
         for name in ("g4dn.xlarge", "g4dn.12xlarge", "g5.xlarge", "p3.2xlarge")
     ],
 }
+
+
+def previous_results() -> dict[tuple[str, str], str]:
+    """``(case, mode) -> result`` of this benchmark's previous run, read from BENCHMARKS.md (the 'before')."""
+    text = BENCHMARKS_MD.read_text(encoding="utf-8") if BENCHMARKS_MD.exists() else ""
+    section = re.search(r"^## Planner solve time\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    out: dict[tuple[str, str], str] = {}
+    for line in (section.group(1) if section else "").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 6 and cells[1] in ("exhaustive", "ilp"):
+            out[(cells[0], cells[1])] = cells[-1]
+    return out
+
+
+def knee_note(spec) -> str:  # type: ignore[no-untyped-def]
+    """The candidate GPU's profile at the plan's local batches: where it is latency-bound (the knee)."""
+    catalog = load_catalog()
+    inputs = resolve(spec, catalog)
+    parts = []
+    for cand in build_problem(spec, catalog, inputs.profiles).candidates:
+        profile = inputs.profiles[cand.instance.gpu_name]
+        per_sample = {b: float(profile.predict_ms("iter", b)) / b for b in (1, 2, 4, 8, 16, 32, 64)}
+        knee = "—" if cand.knee_batch is None else f"{cand.knee_batch:.0f}"
+        cells = ", ".join(f"{b}: {v:.1f}" for b, v in per_sample.items())
+        parts.append(f"{cand.instance.gpu_name} ({cand.instance.name}) knee {knee}; ms per sample at batch {cells}")
+    return "; ".join(parts)
 
 
 def time_case(spec, runs: int) -> list[tuple[str, int, int, float, str]]:  # type: ignore[no-untyped-def]
@@ -59,13 +86,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    lines = ["| case | mode | space | simulated | solve time | result |", "|---|---|---|---|---|---|"]
+    before = previous_results()
+    lines = [
+        "| case | mode | space | simulated | solve time | result before | result |",
+        "|---|---|---|---|---|---|---|",
+    ]
     specs = [(p.stem, load_spec(p)) for p in sorted((ROOT / "examples").glob("case*.yaml"))]
     specs.append(("scaling: 4 types × quota 64, B=8192", spec_from_mapping(SCALING_SPEC)))
+    knees = []
     for name, spec in specs:
         for mode, size, evaluated, median_s, best in time_case(spec, args.runs):
-            lines.append(f"| {name} | {mode} | {size:,} | {evaluated:,} | {median_s:.3f} s | {best} |")
+            previous = before.get((name, mode), "—")
+            lines.append(f"| {name} | {mode} | {size:,} | {evaluated:,} | {median_s:.3f} s | {previous} | {best} |")
             print(lines[-1], flush=True)
+        if name.startswith(("case1", "case2", "case3")):
+            knees.append(f"* {name}: {knee_note(spec)}.")
     body = "\n".join(
         [
             "Solve time of `srifty plan` (median of "
@@ -74,6 +109,13 @@ def main() -> None:
             'pruning; "simulated" is how many the mode evaluated with the simulator.',
             "",
             *lines,
+            "",
+            '"result before" is this table\'s previous run (read from BENCHMARKS.md before rewriting it). GPU',
+            "profiles here are estimates from the bundled CPU profiles; since issue #12 they come from the",
+            "calibrated GPU model (before: per-op roofline scaling of CPU op times). The estimated profiles of",
+            "the min-time cases' GPUs (iteration ms per sample; the plan's knee batch):",
+            "",
+            *knees,
             "",
             f"Command: `python -m benchmarks.plan_speed`. Machine: {machine_description()}.",
         ]

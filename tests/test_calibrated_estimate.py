@@ -77,7 +77,7 @@ def test_bf16_onto_a_v100_is_refused_or_marked_with_the_assumption() -> None:
 def test_unusable_sources_and_unknown_gpus_are_clear_errors() -> None:
     with pytest.raises(CatalogError, match="no datasheet figures for GPU 'V1000'"):
         calibrated_profile(cpu_profile(), "V1000")
-    with pytest.raises(ProfileError, match="no per-op counts"):
+    with pytest.raises(ProfileError, match="no per-op work counts"):
         calibrated_profile(synthetic_profile(gpu=None), "T4")
     estimate = calibrated_profile(cpu_profile(), "T4")
     with pytest.raises(ProfileError, match="itself an estimate"):

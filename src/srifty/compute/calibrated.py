@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from srifty.catalog import Catalog, GpuSpec
 from srifty.compute.calibration import Calibration, default_calibration
-from srifty.compute.estimate import assemble_estimate, batch_grid, curve, resolve_gpu, target_max_batch
+from srifty.compute.estimate import _check_usable, assemble_estimate, batch_grid, curve, resolve_gpu, target_max_batch
 from srifty.compute.gpu_model import WorkFeatures, predict_ms, work_features
 from srifty.compute.numerics import NumericSettings
 from srifty.compute.profile import PHASES, EstimateInfo, Profile, SpreadPoint
@@ -41,21 +41,6 @@ CALIBRATED_ASSUMPTIONS = (
     "calibration measured (eager PyTorch, one Python process); efficiencies fitted to real GPU measurements "
     "(H200 curves, public training throughput); largest batch from the memory model"
 )
-
-
-def _usable_work(profile: Profile) -> OpWork:
-    if profile.is_estimate:
-        raise ProfileError(
-            f"the profile of {profile.model} for {profile.device.label} is itself an estimate (from "
-            f"{profile.estimated_from}); estimate from the measured profile it came from."
-        )
-    if profile.work is None or not profile.work.records:
-        raise ProfileError(
-            f"the profile of {profile.model} on {profile.device.label} has no per-op counts (an old profile, or "
-            "one made with --no-op-counts), so no GPU can be estimated from it; profile it again with "
-            f"`srifty profile --model {profile.model}`."
-        )
-    return profile.work
 
 
 def _source_gpu(source: Profile, catalog: Catalog | None) -> GpuSpec | None:
@@ -107,7 +92,7 @@ def calibrated_profile(
         PrecisionError: the source's arithmetic has no counterpart on the GPU (bf16 before Ampere).
     """
     spec = resolve_gpu(gpu, catalog)
-    work = _usable_work(source)
+    work = _check_usable(source, need_times=False)
     calibration = calibration or default_calibration()
     settings = settings or source.numeric_settings
     params = calibration.params

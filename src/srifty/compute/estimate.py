@@ -91,13 +91,19 @@ def source_peaks(profile: Profile, catalog: Catalog | None = None) -> DevicePeak
     )
 
 
-def _check_usable(profile: Profile) -> OpWork:
+def _check_usable(profile: Profile, need_times: bool = True) -> OpWork:
+    """The op counts of a measured profile (with per-op times when ``need_times``).
+
+    Raises:
+        ProfileError: the profile is an estimate, or has no (timed) op counts.
+    """
     if profile.is_estimate:
         raise ProfileError(
             f"the profile of {profile.model} for {profile.device.label} is itself an estimate (from "
             f"{profile.estimated_from}); estimate from the measured profile it came from."
         )
-    if profile.work is None or not profile.work.has_times:
+    usable = profile.work is not None and (profile.work.has_times if need_times else bool(profile.work.records))
+    if profile.work is None or not usable:
         raise ProfileError(
             f"the profile of {profile.model} on {profile.device.label} has no per-op work counts (schema 1, or "
             "profiled with --no-op-counts); profile it again with `srifty profile --model ...`."

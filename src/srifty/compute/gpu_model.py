@@ -3,16 +3,20 @@
 Each op record ``i`` of a phase (``count`` kernels doing ``F`` FLOPs and moving ``M`` bytes in all, see
 :mod:`srifty.compute.work`) takes, on the GPU, kernel time::
 
-    k_i = count · κ_c + smax_p(F / (η_c,u · P_u), M / (μ_c · BW))
+    k_i = count · κ_c + smax_p(F / (η_c,u · P_u), (M + F / I_c) / (μ_c · BW))
 
 where ``c`` is its class (:mod:`srifty.compute.opclass`), ``u`` the unit that runs it and ``P_u`` that
 unit's datasheet peak (:mod:`srifty.compute.numerics`: FP32 SIMT, TF32/FP16/BF16 tensor), ``BW`` the
-memory bandwidth, ``η`` and ``μ`` the achieved fractions of the peak and of the bandwidth, ``smax_p`` a
-smooth maximum (below) whose exponent ``p`` says how far a kernel overlaps its arithmetic with its memory
-traffic (1: not at all, the times add; large: fully), memory-bound ops take ``M / (μ_c · BW)``, and ``κ`` a
-fixed cost per kernel (launch and tail). The host issues the same ops one by one, ``h`` seconds each
-(more for convolutions, which query cuDNN; little for ops that launch nothing), asynchronously: the GPU
-runs a kernel once it is issued and the previous one is done. With ``H_p`` and ``K_p`` the host and kernel
+memory bandwidth, ``η`` and ``μ`` the achieved fractions of the peak and of the bandwidth, ``I_c`` the
+arithmetic intensity (FLOPs per byte) a convolution's or matrix product's tiles reach, so that operand
+traffic beyond the tensors' own bytes grows with the work (what keeps a kernel on a GPU with a huge peak
+far below it), ``smax_p`` a smooth maximum (below) whose exponent ``p`` says how far a kernel overlaps its
+arithmetic with its memory traffic (1: not at all, the times add; large: fully); memory-bound ops take
+``M / (μ_c · BW)``; and ``κ`` a
+fixed cost per kernel (launch and tail; its own value for cuDNN convolutions, which run several kernels and
+layout transforms per op). The host issues the same ops one by one, ``h`` seconds each (more for
+convolutions and normalisations, which query cuDNN; little for ops that launch nothing), asynchronously:
+the GPU runs a kernel once it is issued and the previous one is done. With ``H_p`` and ``K_p`` the host and kernel
 time of phase ``p``, the ends of the phases as CUDA events see them are::
 
     E_fw   = smax(H_fw, K_fw)
@@ -23,9 +27,10 @@ with ``smax(a, b) = (a^q + b^q)^(1/q)`` a smooth maximum (``q`` fitted): at smal
 pace (the flat floor of a GPU latency curve), at large ones the kernels do (the line), and the bend between
 is gradual. ``fw = E_fw``, ``bw = E_bw − E_fw``, ``step = E_step − E_bw``, ``iter = E_step``.
 
-Parameters (:class:`GpuModelParams`) are named ``eta.*``, ``mu.*``, ``kernel_s*``, ``host_s.*`` and
-``pipeline_q``; per GPU generation, ``compute_scale@<gen>`` and ``memory_scale@<gen>`` multiply every
-``eta`` and ``mu`` (1 where not fitted). :mod:`srifty.compute.calibration` fits them.
+Parameters (:class:`GpuModelParams`) are named ``eta.*``, ``mu.*``, ``intensity.*``, ``kernel_s*``,
+``host_s.*``, ``overlap_p`` and ``pipeline_q``; per GPU generation, ``compute_scale@<gen>`` and
+``memory_scale@<gen>`` multiply every ``eta`` and ``mu`` (1 where not fitted).
+:mod:`srifty.compute.calibration` fits them.
 
 Pure numpy.
 """
@@ -65,17 +70,22 @@ PRIORS: dict[str, tuple[float, float]] = {
     "mu.optimizer": (0.6, 1.0),
     "kernel_s": (3e-6, 1.0),
     "kernel_s.optimizer": (3e-7, 2.0),
-    "host_s.conv": (4e-5, 1.0),
-    "host_s.fw": (1.5e-5, 1.0),
-    "host_s.bw": (1.5e-5, 1.0),
+    "kernel_s.conv": (1e-5, 1.0),
+    "host_s.conv": (5e-5, 1.0),
+    "host_s.norm": (4e-5, 1.0),
+    "host_s.fw": (1.5e-5, 0.4),
+    "host_s.bw": (1.5e-5, 0.4),
     "host_s.step": (5e-6, 1.0),
     "host_s.view": (2e-6, 1.0),
     "pipeline_q": (3.0, 0.5),
     "overlap_p": (2.0, 0.7),
+    "intensity.conv": (50.0, 1.0),
+    "intensity.matmul": (100.0, 1.0),
 }
 # Bounds: efficiencies are fractions of a peak; costs are positive and below 10 ms per op.
-UPPER_BOUNDS: dict[str, float] = {"pipeline_q": 20.0, "overlap_p": 20.0}
-LOWER_BOUNDS: dict[str, float] = {"pipeline_q": 1.0, "overlap_p": 1.0}
+UPPER_BOUNDS: dict[str, float] = {"pipeline_q": 20.0, "overlap_p": 20.0, "intensity.conv": 1e4, "intensity.matmul": 1e4}
+LOWER_BOUNDS: dict[str, float] = {"pipeline_q": 1.0, "overlap_p": 1.0, "intensity.conv": 1.0, "intensity.matmul": 1.0}
+KERNEL_KEYS = {"optimizer": "kernel_s.optimizer", "conv": "kernel_s.conv", "conv_grouped": "kernel_s.conv"}
 SCALE_PRIOR_SD = 0.4  # generation scales: log-normal around 1
 SCALE_BOUNDS = (0.1, 5.0)
 
@@ -120,16 +130,20 @@ class PhaseFeatures:
     flop_mu_keys: list[str] = field(default_factory=list)
     flop_rows: list[NDArray[np.float64]] = field(default_factory=list)
     flop_byte_rows: list[NDArray[np.float64]] = field(default_factory=list)
+    flop_bw_rows: list[NDArray[np.float64]] = field(default_factory=list)
+    flop_intensity_keys: list[str] = field(default_factory=list)
     byte_s: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     kernels: dict[str, float] = field(default_factory=dict)
     host_ops: dict[str, float] = field(default_factory=dict)
     flop_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     flop_byte_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
+    flop_bw_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
 
     def freeze(self) -> None:
         """Stack the per-record rows into matrices (rows: records, columns: batches)."""
         self.flop_s = np.array(self.flop_rows) if self.flop_rows else np.zeros((0, 0))
         self.flop_byte_s = np.array(self.flop_byte_rows) if self.flop_byte_rows else np.zeros((0, 0))
+        self.flop_bw_s = np.array(self.flop_bw_rows) if self.flop_bw_rows else np.zeros((0, 0))
 
 
 @dataclass
@@ -173,6 +187,8 @@ def _host_key(op_class: str, phase: str) -> str:
         return "host_s.view"
     if op_class in ("conv", "conv_grouped"):
         return "host_s.conv"
+    if op_class == "norm":
+        return "host_s.norm"
     return "host_s.step" if phase == "step" else f"host_s.{phase}"
 
 
@@ -217,7 +233,7 @@ def work_features(
                 feats.host_ops[host] = feats.host_ops.get(host, 0.0) + record.count
                 if op_class == HOST:
                     continue
-                kernel = "kernel_s.optimizer" if op_class == "optimizer" else "kernel_s"
+                kernel = KERNEL_KEYS.get(op_class, "kernel_s")
                 feats.kernels[kernel] = feats.kernels.get(kernel, 0.0) + record.count
                 mu = _mu_key(op_class, phase)
                 if op_class in ("conv", "conv_grouped", "matmul", "attention") and record.flops[1] > 0:
@@ -228,6 +244,10 @@ def work_features(
                     feats.flop_mu_keys.append(mu)
                     feats.flop_rows.append(flops[row] / peak_flops_per_s(spec, unit))
                     feats.flop_byte_rows.append(moved[row] / bandwidth)
+                    feats.flop_bw_rows.append(flops[row] / bandwidth)
+                    feats.flop_intensity_keys.append(
+                        "intensity.conv" if op_class.startswith("conv") else "intensity.matmul"
+                    )
                 else:
                     feats.byte_s[mu] = feats.byte_s.get(mu, 0.0) + moved[row] / bandwidth
         feats.freeze()
@@ -258,7 +278,9 @@ def phase_times_s(
         if len(f.flop_keys):
             eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale
             mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
-            k = k + _smax(f.flop_s / eta, f.flop_byte_s / mu, overlap).sum(axis=0)
+            intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
+            traffic = (f.flop_byte_s + f.flop_bw_s / intensity) / mu
+            k = k + _smax(f.flop_s / eta, traffic, overlap).sum(axis=0)
         for name, seconds in f.byte_s.items():
             k = k + seconds / (v[name] * memory_scale)
         for name, count in f.kernels.items():
