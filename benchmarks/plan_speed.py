@@ -13,13 +13,16 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
+from dataclasses import replace
 
 from benchmarks.common import BENCHMARKS_MD, ROOT, machine_description, write_section
 from srifty.catalog import load_catalog
+from srifty.compute.bundled import bundled_profiles_for
+from srifty.compute.estimate import estimate_profile
 from srifty.plan import DEFAULT_MAX_SIM_CALLS, count_configs
 from srifty.plan.api import plan_job
 from srifty.plan.build import ProfileLimits, build_problem
-from srifty.plan.inputs import resolve
+from srifty.plan.inputs import PlanInputs, resolve
 from srifty.spec import load_spec, spec_from_mapping
 
 SCALING_SPEC = {
@@ -62,6 +65,39 @@ def knee_note(spec) -> str:  # type: ignore[no-untyped-def]
     return "; ".join(parts)
 
 
+def estimator_row(name: str, spec) -> str:  # type: ignore[no-untyped-def]
+    """One min-time case planned twice: GPU profiles from the previous estimator (per-op roofline scaling of
+    the CPU's op times) and from the calibrated GPU model (what ``srifty plan`` uses now)."""
+    catalog = load_catalog()
+    after = resolve(spec, catalog)
+    cells = [name]
+    for label, inputs in (("before", roofline_inputs(after, catalog)), ("after", after)):
+        plan, _ = plan_job(spec, catalog, inputs, mode="exhaustive")
+        assert plan.best is not None, f"{name}: no plan with the {label} estimator"
+        runner_up = plan.alternatives[0] if plan.alternatives else None
+        margin = (
+            "—"
+            if runner_up is None
+            else f"{runner_up.config.notation()} (+{runner_up.time_s / plan.best.time_s - 1:.1%})"
+        )
+        cells += [
+            plan.best.config.notation(),
+            f"{1000 * plan.best.estimate.iter_mean_s:.1f} ms",
+            margin,
+        ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def roofline_inputs(inputs: PlanInputs, catalog) -> PlanInputs:  # type: ignore[no-untyped-def]
+    """``inputs`` with every estimated GPU profile re-estimated by per-op roofline scaling (the 'before')."""
+    profiles = dict(inputs.profiles)
+    for gpu, profile in inputs.profiles.items():
+        if profile.is_estimate:
+            source = next(p for p in bundled_profiles_for(profile.model) if not p.is_estimate)
+            profiles[gpu] = estimate_profile(source, gpu, catalog=catalog)
+    return replace(inputs, profiles=profiles)
+
+
 def time_case(spec, runs: int) -> list[tuple[str, int, int, float, str]]:  # type: ignore[no-untyped-def]
     catalog = load_catalog()
     inputs = resolve(spec, catalog)
@@ -93,7 +129,7 @@ def main() -> None:
     ]
     specs = [(p.stem, load_spec(p)) for p in sorted((ROOT / "examples").glob("case*.yaml"))]
     specs.append(("scaling: 4 types × quota 64, B=8192", spec_from_mapping(SCALING_SPEC)))
-    knees = []
+    knees, estimators = [], []
     for name, spec in specs:
         for mode, size, evaluated, median_s, best in time_case(spec, args.runs):
             previous = before.get((name, mode), "—")
@@ -101,6 +137,7 @@ def main() -> None:
             print(lines[-1], flush=True)
         if name.startswith(("case1", "case2", "case3")):
             knees.append(f"* {name}: {knee_note(spec)}.")
+            estimators.append(estimator_row(name, spec))
     body = "\n".join(
         [
             "Solve time of `srifty plan` (median of "
@@ -116,6 +153,14 @@ def main() -> None:
             "the min-time cases' GPUs (iteration ms per sample; the plan's knee batch):",
             "",
             *knees,
+            "",
+            "The min-time cases planned with each estimator's GPU profiles (exhaustive; the runner-up and how",
+            "much longer its predicted job time is):",
+            "",
+            "| case | before: plan | before: iteration | before: runner-up | after: plan | after: iteration |"
+            " after: runner-up |",
+            "|---|---|---|---|---|---|---|",
+            *estimators,
             "",
             f"Command: `python -m benchmarks.plan_speed`. Machine: {machine_description()}.",
         ]
