@@ -56,7 +56,7 @@ def knee_note(spec) -> str:  # type: ignore[no-untyped-def]
     catalog = load_catalog()
     inputs = resolve(spec, catalog)
     parts = []
-    for cand in build_problem(spec, catalog, inputs.profiles).candidates:
+    for cand in build_problem(spec, catalog, ProfileLimits(inputs.profiles)).candidates:
         profile = inputs.profiles[cand.instance.gpu_name]
         per_sample = {b: float(profile.predict_ms("iter", b)) / b for b in (1, 2, 4, 8, 16, 32, 64)}
         knee = "—" if cand.knee_batch is None else f"{cand.knee_batch:.0f}"
