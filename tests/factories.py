@@ -98,21 +98,29 @@ class ConstantBusBandwidth:
 
 
 def instance(
-    name: str = "test.gpu", gpu: str = "T4", gpus: int = 1, gbps: float | None = 25.0, price: float = 1.0
+    name: str = "test.gpu",
+    gpu: str = "T4",
+    gpus: int = 1,
+    gbps: float | None = 25.0,
+    price: float | None = 1.0,
+    spot: dict[str, float] | None = None,
 ) -> InstanceType:
-    """A catalog-like VM type."""
+    """A catalog-like VM type in region ``test-1``: on-demand at ``price`` (``None``: spot only), spot at ``spot``
+    per zone (default: a third of ``price`` in ``test-1a``)."""
+    if spot is None:
+        spot = {"test-1a": (price or 0.0) / 3}
     return InstanceType(
         name=name,
         cloud="aws",
         region="test-1",
-        zones=("test-1a",),
+        zones=tuple(sorted(spot)) or ("test-1a",),
         gpu_name=gpu,
         gpus_per_vm=gpus,
         gpu_memory_bytes=16 << 30,
         vcpus=8.0,
         ram_bytes=64 << 30,
         on_demand_usd_per_hour=price,
-        spot_usd_per_hour_by_zone=(("test-1a", price / 3),),
+        spot_usd_per_hour_by_zone=tuple(sorted(spot.items())),
         rated_network_gbps=gbps,
         gpu=None,
     )

@@ -35,9 +35,12 @@ def test_the_true_optimum_is_at_least_as_good_as_every_feasible_choice(run: Case
         assert m.config is not None and m.true_time_s is not None and m.solve_s >= 0
         if not m.violations:
             assert m.ratio_to_optimum is not None and m.ratio_to_optimum >= 1 - 1e-9
-        config = parse_config(m.config, "us-east-1", markets={"g4dn.8xlarge": "spot", "p3.8xlarge": "spot"})
+        markets = {"g4dn.8xlarge": "spot", "p3.8xlarge": "spot"}
+        config = parse_config(m.config, "us-east-1", markets=markets, zone=m.zone)
         assert m.true_cost_usd == pytest.approx(config.price_usd_per_hour() * m.true_time_s / 3600)
-    optimum_points = [p for p in case.points if p["config"] == case.optimum["config"]]
+    optimum_points = [
+        p for p in case.points if (p["config"], p["zone"]) == (case.optimum["config"], case.optimum["zone"])
+    ]
     assert len(optimum_points) == 1 and optimum_points[0]["srifty_iter_s"] > 0
     # srifty predicts its own choice; the truth judged it with the cloud's launch time, not the spec's.
     srifty = next(m for m in case.methods if m.method == "srifty")

@@ -51,18 +51,59 @@ def test_written_yaml_round_trips(best, tmp_path: Path) -> None:  # type: ignore
     assert len(lines) == len(paths) and all("torchrun --nnodes=" in line for line in lines)
 
 
+def sky_validate(paths: list[Path]) -> subprocess.CompletedProcess[str]:
+    """SkyPilot's own schema check of task files (in the .venv-sky interpreter)."""
+    script = str(REPO / "tests" / "skypilot_validate.py")
+    return subprocess.run([str(SKY_PYTHON), script, *map(str, paths)], capture_output=True, text=True)
+
+
 @pytest.mark.skipif(not SKY_PYTHON.exists(), reason="no .venv-sky with skypilot (make test creates it)")
 def test_yaml_passes_skypilot_schema_validation(best, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     paths = write_skypilot(best, tmp_path, "job")
-    result = subprocess.run(
-        [str(SKY_PYTHON), str(REPO / "tests" / "skypilot_validate.py"), *map(str, paths)],
-        capture_output=True,
-        text=True,
-    )
+    result = sky_validate(paths)
     assert result.returncode == 0, result.stderr[-2000:]
     broken = tmp_path / "broken.yaml"
     broken.write_text(paths[0].read_text().replace("num_nodes", "num_node"))
-    result = subprocess.run(
-        [str(SKY_PYTHON), str(REPO / "tests" / "skypilot_validate.py"), str(broken)], capture_output=True, text=True
-    )
+    result = sky_validate([broken])
     assert result.returncode != 0 and "num_nodes" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def placed():  # type: ignore[no-untyped-def]
+    """A heterogeneous spot plan on the bundled catalog, placed in one zone."""
+    from srifty.plan.api import plan_job
+    from srifty.spec import spec_from_mapping
+
+    listed = [
+        {"instance_type": "g4dn.8xlarge", "market": "spot", "quota": 2},
+        {"instance_type": "g4dn.12xlarge", "market": "spot", "quota": 2},
+    ]
+    spec = spec_from_mapping(
+        {
+            "model": "resnet50",
+            "global_batch": 640,
+            "iterations": 100,
+            "goal": "min_time",
+            "region": "us-east-1",
+            "candidates": listed,
+        }
+    )
+    plan, _ = plan_job(spec, mode="exhaustive")
+    assert plan.best is not None and plan.best.config.zone is not None
+    return plan.best
+
+
+def test_the_zone_is_named_in_every_task_and_torchrun_command(placed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    zone = placed.config.zone
+    for task in skypilot_tasks(placed, "job"):
+        assert task["resources"]["zone"] == zone and task["resources"]["region"] == "us-east-1"
+        assert task["envs"]["SRIFTY_PLACEMENT"] == f"aws us-east-1 {zone}"
+    header = write_skypilot(placed, tmp_path, "job")[0].read_text()
+    assert f"--zone-ids {zone}" in header
+    assert all(f"in aws us-east-1 {zone}" in line for line in torchrun_commands(placed, "job"))
+
+
+@pytest.mark.skipif(not SKY_PYTHON.exists(), reason="no .venv-sky with skypilot (make test creates it)")
+def test_zoned_yaml_passes_skypilot_schema_validation(placed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = sky_validate(write_skypilot(placed, tmp_path, "job"))
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -6,7 +6,7 @@ import pytest
 
 from srifty.catalog import InstanceType, load_catalog
 from srifty.errors import SpecError
-from srifty.plan import METHODS, build_problem, get_method, make_plan, planning_methods
+from srifty.plan import METHODS, build_problems, get_method, make_plan, planning_methods
 from srifty.spec import spec_from_mapping
 from tests.conftest import REPO
 from tests.test_planner import latency_ms, predictor, problem
@@ -60,8 +60,10 @@ def test_one_problem_builder_applies_each_methods_batch_policy() -> None:
         }
     )
     catalog = load_catalog()
-    knee = build_problem(spec, catalog, Limits(), get_method("srifty").batch_policy)
-    every = build_problem(spec, catalog, Limits(), get_method("srifty_all_batches").batch_policy)
+    knees = build_problems(spec, catalog, Limits(), get_method("srifty").batch_policy)
+    everys = build_problems(spec, catalog, Limits(), get_method("srifty_all_batches").batch_policy)
+    assert len(knees) == len(everys) > 1  # one per zone with a spot price
+    knee, every = knees[0], everys[0]
     assert knee.candidates[0].batches == (16, 32, 64, 128)  # 512 / 4 GPUs per VM caps it at 128
     assert every.candidates[0].batches == (1, 2, 4, 8, 16, 32, 64, 128)
     assert every.candidates[0].knee_batch == 1 and knee.overhead_s == every.overhead_s == 155.0

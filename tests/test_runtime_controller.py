@@ -136,6 +136,24 @@ def test_preemption_bans_the_type_and_keeps_survivors(tmp_path: Path) -> None:
     assert actions == ["start", "preempted", "switch"]
 
 
+def test_a_catalog_wide_job_replans_in_its_own_zone_without_the_preempted_type(tmp_path: Path) -> None:
+    replanner = FakeReplanner()
+    auto = {k: v for k, v in SPEC.items() if k not in ("candidates", "region")}
+    spec = spec_from_mapping({**auto, "default_quota": 3})
+    config = parse_config("2xg4dn.12xlarge@32[spot]", "us-east-1", catalog=load_catalog(), zone="use1-az4")
+    ctl = Controller(spec, config, replanner, DecisionLog(tmp_path / "d.jsonl"), start_s=0.0, window_s=60.0)
+    ctl.on_preemption("g4dn.12xlarge", "spot", 1, 10.0)
+    remaining = replanner.calls[-1]
+    assert remaining.region == "us-east-1" and remaining.zones == ("use1-az4",) and remaining.candidates
+    quotas = {(c.instance_type, c.market): c.quota for c in remaining.candidates}
+    assert quotas[("g4dn.12xlarge", "spot")] == 1  # the survivor only
+    assert {q for k, q in quotas.items() if k != ("g4dn.12xlarge", "spot")} == {3}
+    catalog = load_catalog()
+    for c in remaining.candidates:
+        instance = catalog.get(c.instance_type, "us-east-1")
+        assert "use1-az4" in (dict(instance.spot_usd_per_hour_by_zone) if c.market == "spot" else instance.zones)
+
+
 def test_no_alternative_keeps_running_and_logs_why(tmp_path: Path) -> None:
     ctl, log = controller(tmp_path, FakeReplanner(feasible=False))
     decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)

@@ -11,17 +11,18 @@ from rich.text import Text
 
 from srifty.cli.console import err, out, styled
 from srifty.errors import InfeasiblePlanError, SpecError
+from srifty.plan.explain import count_text
 from srifty.plan.methods import get_method, planning_methods
 from srifty.plan.result import Plan
 from srifty.plan.scoring import Scored
 
 
 def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[str, float]) -> Table:
-    table = Table(title=title)
+    table = Table(title=title, caption=f"in {s.config.where()}" + _price_scope(s))
     columns = ("group", "GPU", "GPUs/VM", "market", "local batch", "$/h (group)", "grad weight", "profile")
     for column in (*columns, "source", "expected error"):
         table.add_column(column, justify="left" if column in ("group", "GPU", "profile", "source") else "right")
-    for g in s.config.groups:
+    for g, price in zip(s.config.groups, s.config.group_prices_usd_per_hour(), strict=True):
         source = sources.get(g.instance.gpu_name, "")
         estimated = source.startswith("estimated")
         kind = styled("yellow", "estimated") if estimated else Text("measured")
@@ -32,7 +33,7 @@ def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[s
             str(g.instance.gpus_per_vm),
             g.market,
             str(g.local_batch),
-            f"${g.price_usd_per_hour():,.3f}",
+            f"${price:,.3f}",
             f"{g.local_batch / s.config.global_batch:.5f}",
             kind,
             source.removeprefix("estimated from ").removeprefix("measured: "),
@@ -77,18 +78,22 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
     return table
 
 
-def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: str | None = None) -> Table:
+def _price_scope(s: Scored) -> str:
+    return "" if all(g.instance.price_covers_host_vm for g in s.config.groups) else " (GPU-only price †)"
+
+
+def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: Scored | None = None) -> Table:
     table = Table(title=title)
     with_deadline = any(s.p_meet_deadline is not None for s in items)
-    columns = ("config", "time s", "cost $", "samples/s", "meets constraints")
+    columns = ("config", "where", "time s", "cost $", "samples/s", "meets constraints")
     for column in (*columns, "P(meet deadline)") if with_deadline else columns:
-        table.add_column(column, justify="left" if column == "config" else "right")
+        table.add_column(column, justify="left" if column in ("config", "where") else "right")
     for s in items:
-        name = Text(s.config.notation()) + (
-            styled("bold", " ◀ chosen") if mark and s.config.notation() == mark else Text()
-        )
+        chosen = mark is not None and s.config.key == mark.config.key
+        name = Text(s.config.tagged()) + (styled("bold", " ◀ chosen") if chosen else Text())
         row: list[str | Text] = [
             name,
+            s.config.where() + ("†" if _price_scope(s) else ""),
             f"{s.time_s:,.1f}",
             f"{s.cost_usd:,.2f}",
             f"{s.throughput_samples_per_s:,.1f}",
@@ -100,16 +105,33 @@ def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: str 
     return table
 
 
-def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None:
-    """Print a plan as Rich tables."""
+def _pruned_table(plan: Plan) -> Table:
+    table = Table(title="pruned before search (one reason per offer)")
+    for column in ("offer", "rule", "why"):
+        table.add_column(column)
+    assert plan.pruning is not None
+    for t in plan.pruning.types:
+        table.add_row(t.key, t.rule, t.reason)
+    for d in plan.pruning.placements:
+        table.add_row(d.placement.label, "placement", d.reason)
+    for o in plan.placements:
+        if o.mode == "skipped" and o.placement is not None:
+            table.add_row(o.placement.label, "placement", f"skipped: {o.note}")
+    return table
+
+
+def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None, show_pruned: bool = False) -> None:
+    """Print a plan as Rich tables (``show_pruned``: and every offer and placement pruned, with its reason)."""
     p = plan.problem
+    predicted = plan.n_evaluated if plan.n_predicted is None else plan.n_predicted
     out.print(
         styled(
             "bold",
             "srifty plan",
             f" ({plan.method}, {plan.mode}): goal {p.goal}, global batch {p.global_batch}, {p.iterations} "
-            f"iterations; searched {plan.search_space_size:,} configurations, simulated {plan.n_evaluated:,}, in "
-            f"{plan.solve_time_s:.2f} s",
+            f"iterations; searched {count_text(plan.search_space_size)} configurations in "
+            f"{max(len(plan.placements), 1)} placement(s), scored {plan.n_evaluated:,}, predicted {predicted:,}, "
+            f"in {plan.solve_time_s:.2f} s",
         )
     )
     if plan.best is not None:
@@ -123,10 +145,13 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None) -> None
     if plan.alternatives:
         out.print(_list_table("next best alternatives", plan.alternatives))
     if plan.pareto and get_method(plan.method).honours_constraints:
-        chosen = plan.best.config.notation() if plan.best else None
-        out.print(_list_table("Pareto front: time vs cost (all constraints ignored)", plan.pareto, chosen))
+        out.print(_list_table("Pareto front: time vs cost (all constraints ignored)", plan.pareto, plan.best))
     for note in plan.notes:
         out.print(styled("yellow", "note:", f" {note}"))
+    if show_pruned and plan.pruning is not None:
+        out.print(_pruned_table(plan))
+    for line in plan.explanation:
+        out.print(Text(line), soft_wrap=True)
     if plan.profile_sources:
         sources = Table(title="compute profiles")
         sources.add_column("GPU")
@@ -155,6 +180,12 @@ def plan_command(
     max_sim_calls: Annotated[int, typer.Option(help="Largest space searched exhaustively.")] = 10_000,
     iters: Annotated[int, typer.Option(help="Iterations sampled per simulation.")] = 100,
     train_command: Annotated[str, typer.Option(help="Training command for the export.")] = "python train.py",
+    show_pruned: Annotated[
+        bool, typer.Option("--show-pruned", help="List every offer and placement pruned before search, and why.")
+    ] = False,
+    prune: Annotated[
+        bool, typer.Option("--prune/--no-prune", help="Prune types and zones that cannot hold the optimum.")
+    ] = True,
 ) -> None:
     """Plan the fastest or cheapest VM configuration for a job spec."""
     from srifty.plan.api import plan_spec
@@ -168,8 +199,10 @@ def plan_command(
         raise SpecError(f"--top-k and --max-sim-calls must be ≥ 0, got {top_k} and {max_sim_calls}")
     if iters < 1:
         raise SpecError(f"--iters must be at least 1 iteration to sample, got {iters}")
-    plan, inputs = plan_spec(spec_path, method=method, mode=mode, top_k=top_k, max_sim_calls=max_sim_calls, iters=iters)
-    show_plan(plan, inputs.measure_hints)
+    plan, inputs = plan_spec(
+        spec_path, method=method, mode=mode, top_k=top_k, max_sim_calls=max_sim_calls, iters=iters, prune=prune
+    )
+    show_plan(plan, inputs.measure_hints, show_pruned)
     out.print(f"bandwidth model: {inputs.net_source}")
     if json_out is not None:
         plan.save(json_out)

@@ -33,13 +33,14 @@ from srifty.plan import (
     Knowledge,
     PlanProblem,
     ProfileLimits,
-    build_problem,
+    build_problems,
     compute_latency_ms,
     count_configs,
     get_method,
     make_plan,
     objective,
 )
+from srifty.plan.api import area_type_names, spec_area
 from srifty.spec import JobSpec, load_spec
 
 #: Every method the evaluation runs by default: all of the registry's.
@@ -91,6 +92,7 @@ class MethodOutcome:
         solve_s: the method's search time (Oracle BO: including its measurements on the truth).
         n_evaluated: configurations it predicted (or, for Oracle BO, measured).
         note: anything worth a sentence.
+        zone: the zone the configuration's spot VMs run in (``None``: on-demand only, or no choice).
     """
 
     method: str
@@ -108,6 +110,7 @@ class MethodOutcome:
     solve_s: float
     n_evaluated: int
     note: str = ""
+    zone: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ def outcome_dict(o: TrueOutcome) -> dict[str, Any]:
     """JSON-ready form of a true outcome."""
     return {
         "config": o.config.notation(),
+        "zone": o.config.zone,
         "world_size": o.config.world_size,
         "n_vms": o.config.n_vms,
         "iter_s": _finite(o.iter_s),
@@ -192,6 +196,7 @@ def judged(
         solve_s=solve_s,
         n_evaluated=n_evaluated,
         note=note,
+        zone=outcome.config.zone,
     )
 
 
@@ -205,14 +210,14 @@ def run_case(
 ) -> CaseResult:
     """Plan ``spec`` with every method and judge all of it on the truth (see the module docstring)."""
     model = spec.model.name or ""
-    types = [c.instance_type for c in spec.candidates]
+    types = area_type_names(spec, catalog)
     profiles = profile_gpus(cloud, model, types, settings.seed)
     judge = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
     started = time.perf_counter()
     optimum, outcomes = true_optimum(judge)
     truth_s = time.perf_counter() - started
     knowledge = Knowledge(profiles, network.bandwidth_model, network.alpha_beta, seed=spec.seed)
-    problems: dict[BatchPolicy, PlanProblem] = {}
+    problems: dict[BatchPolicy, tuple[PlanProblem, ...]] = {}
 
     def latency(cand: Candidate, batch: int) -> float:
         return compute_latency_ms(profiles, cand, batch)
@@ -222,14 +227,16 @@ def run_case(
         method = get_method(name)
         if method.truth_search is not None:
             # A judge of its own (same draws, empty cache), so its solve time includes its measurements.
+            # Its quota is a share of the distinct configurations: the same one in five zones is one to measure.
             fresh = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
-            bo = method.truth_search(judge.problem, fresh.judge, len(outcomes), settings.seed, settings.bo_fraction)
-            note = f"measured {bo.n_measured} of {len(outcomes)} configurations on the truth (quota {bo.budget})"
+            n_distinct = len({o.config.tagged() for o in outcomes})
+            bo = method.truth_search(judge.problem, fresh.judge, n_distinct, settings.seed, settings.bo_fraction)
+            note = f"measured {bo.n_measured} of {n_distinct} configurations on the truth (quota {bo.budget})"
             rows.append(judged(name, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
             continue
         if method.batch_policy not in problems:
             limits = ProfileLimits(profiles)
-            problems[method.batch_policy] = build_problem(spec, catalog, limits, method.batch_policy)
+            problems[method.batch_policy] = build_problems(spec, catalog, limits, method.batch_policy)
         problem = problems[method.batch_policy]
         plan = make_plan(problem, method.make_predictor(knowledge), latency, method, "auto")
         best = plan.best
@@ -242,7 +249,7 @@ def run_case(
         )
         rows.append(judged(name, spec.goal, outcome, optimum, plan.solve_time_s, plan.n_evaluated, predicted, note))
     points = _points(outcomes, knowledge)
-    srifty_space = problems.get("knee") or build_problem(spec, catalog, ProfileLimits(profiles))
+    srifty_space = problems.get("knee") or build_problems(spec, catalog, ProfileLimits(profiles))
     return CaseResult(
         name=spec.name or Path(spec_path).stem,
         spec_path=spec_path,
@@ -253,7 +260,7 @@ def run_case(
         deadline_s=spec.deadline_s,
         budget_usd=spec.budget_usd,
         space_size=len(outcomes),
-        srifty_space_size=count_configs(srifty_space),
+        srifty_space_size=sum(count_configs(p) for p in srifty_space),
         n_feasible=sum(o.feasible for o in outcomes),
         optimum=None if optimum is None else outcome_dict(optimum),
         methods=tuple(rows),
@@ -274,11 +281,20 @@ def run_case(
 
 
 def _points(outcomes: Sequence[TrueOutcome], knowledge: Knowledge) -> list[dict[str, Any]]:
-    """Every configuration of the true space with its true outcome and srifty's and APM's predictions."""
+    """Every configuration of the true space, in its cheapest zone (its time does not depend on the zone),
+    with its true outcome and srifty's and APM's predictions."""
     srifty = get_method("srifty").make_predictor(knowledge)
     apm = get_method("apm").make_predictor(knowledge)
-    out = []
+    cheapest: dict[str, TrueOutcome] = {}
     for o in outcomes:
+        key = o.config.tagged()
+        if key not in cheapest or (o.cost_usd, o.config.zone or "") < (
+            cheapest[key].cost_usd,
+            cheapest[key].config.zone or "",
+        ):
+            cheapest[key] = o
+    out = []
+    for o in cheapest.values():
         row = outcome_dict(o)
         row["instance_types"] = sorted({g.instance.name for g in o.config.groups})
         row["srifty_iter_s"] = None if "oom" in o.violations else srifty.predict(o.config).iter_mean_s
@@ -331,8 +347,13 @@ def run_cases(spec_paths: Sequence[Path], settings: CaseSettings, progress: Prog
         name = spec.model.name or ""
         if name not in sources:
             sources[name] = find_source_profiles(name, settings.profile_dirs, spec.model.precision)
-    cloud = EmulatedCloud(sources, seed=settings.seed, catalog=catalog, region=specs[0][0].region)
-    types = sorted({c.instance_type for spec, _ in specs for c in spec.candidates})
+    regions = {spec_area(spec, catalog) for spec, _ in specs}
+    if len(regions) > 1:
+        listed = ", ".join(f"{c} {r}" for c, r in sorted(regions))
+        raise SpecError(f"the specs plan in different regions ({listed}); the emulated cloud rents in one region.")
+    cloud_name, region = regions.pop()
+    cloud = EmulatedCloud(sources, seed=settings.seed, catalog=catalog, region=region, cloud=cloud_name)
+    types = sorted({name for spec, _ in specs for name in area_type_names(spec, catalog)})
     say(f"probing the network of {', '.join(types)} on the emulated cloud and fitting the models")
     network = learn_network(
         cloud, types, settings.seed, settings.fit_trials, settings.probe_allocations, settings.max_probe_world

@@ -24,7 +24,7 @@ from srifty.compute import Profile
 from srifty.compute.bundled import bundled_profiles_for
 from srifty.errors import SpecError
 from srifty.evaluate.learn import learn_network, profile_gpus
-from srifty.plan.api import plan_job, require_global_batch, spec_config
+from srifty.plan.api import area_type_names, plan_job, require_global_batch, spec_area, spec_config
 from srifty.plan.inputs import PlanInputs
 from srifty.plan.result import Plan
 from srifty.runtime.controller import Controller
@@ -49,7 +49,7 @@ class ScenarioOutcome:
 
 def learned_inputs(spec: JobSpec, cloud: EmulatedCloud, seed: int) -> PlanInputs:
     """srifty's knowledge of the emulated cloud: measured profiles per GPU and a fitted bandwidth model."""
-    types = [c.instance_type for c in spec.candidates]
+    types = area_type_names(spec, cloud.catalog)
     model = spec.model.name or ""
     profiles = profile_gpus(cloud, model, types, seed)
     knowledge = learn_network(cloud, types, seed)
@@ -71,7 +71,8 @@ def run_scenario(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profile]]
     if emulation.start_config is not None:  # checked before the (seconds-long) learning below
         config = spec_config(emulation.start_config, spec, catalog)
         require_global_batch(config, spec, "emulation.start_config")
-    cloud = EmulatedCloud(source_profiles, seed=emulation.seed, region=spec.region, cloud=spec.cloud, model=model)
+    cloud_name, region = spec_area(spec, catalog)
+    cloud = EmulatedCloud(source_profiles, seed=emulation.seed, region=region, cloud=cloud_name, model=model)
     inputs = learned_inputs(spec, cloud, emulation.seed)
 
     def replan(remaining: JobSpec) -> Plan:

@@ -35,6 +35,11 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
+def _where(config: str, zone: str | None) -> str:
+    """A configuration with the zone its spot VMs run in."""
+    return f"{config} ({zone})" if zone else config
+
+
 def case_rows(case: CaseResult) -> list[list[str]]:
     """One row for the true optimum, then one per method."""
     opt = case.optimum
@@ -42,7 +47,7 @@ def case_rows(case: CaseResult) -> list[list[str]]:
         [
             case.name,
             "**true optimum**",
-            opt["config"] if opt else "none feasible",
+            _where(opt["config"], opt.get("zone")) if opt else "none feasible",
             _num(opt["time_s"] if opt else None, ",.0f"),
             _num(opt["cost_usd"] if opt else None, ",.3f"),
             _num(opt["throughput_samples_per_s"] if opt else None, ",.0f"),
@@ -57,7 +62,7 @@ def case_rows(case: CaseResult) -> list[list[str]]:
             [
                 case.name,
                 METHOD_LABELS.get(m.method, m.method),
-                m.config if m.config else "no plan",
+                _where(m.config, m.zone) if m.config else "no plan",
                 _num(m.true_time_s, ",.0f"),
                 _num(m.true_cost_usd, ",.3f"),
                 _num(m.true_throughput_samples_per_s, ",.0f"),

@@ -10,7 +10,8 @@ job time that implies, its cost and whether it meets the spec's constraints:
 (the planner predicts with the spec's launch time instead, 150 s by default, as the paper did). The true
 optimum is found by judging *every* feasible configuration: every type's local batch a power of two up
 to what its GPU really holds (no knee pruning: that is srifty's insight, not a fact of the world),
-every count up to its quota, the global batch met exactly.
+every count up to its quota, the global batch met exactly, in every placement (zone) where its types are
+offered together, priced there.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 
 from srifty.catalog import InstanceType
 from srifty.cloud import EmulatedCloud
-from srifty.plan import PlanProblem, best_of, build_problem, enumerate_configs, job_time_cost
+from srifty.plan import PlanProblem, best_of, build_problems, enumerate_configs, job_time_cost
+from srifty.plan.build import unplaced
 from srifty.spec import JobSpec
 from srifty.vocab import Config
 
@@ -84,8 +86,9 @@ class TruthJudge:
         self.n_allocations = n_allocations
         self.iters = iters
         self.overhead_s = cloud.params.mean_launch_time_s + spec.overheads.checkpoint_restore_s
-        self._cache: dict[str, TrueOutcome] = {}
-        self._problem: PlanProblem | None = None
+        self._cache: dict[tuple[str, str, str, str | None], TrueOutcome] = {}
+        self._iter_s: dict[str, float] = {}
+        self._problems: tuple[PlanProblem, ...] | None = None
         self.tag = spec.name or "job"
 
     @property
@@ -94,29 +97,39 @@ class TruthJudge:
         return len(self._cache)
 
     def judge(self, config: Config) -> TrueOutcome:
-        """The true outcome of ``config`` (OOM configurations are infeasible, with infinite time)."""
-        key = config.notation()
+        """The true outcome of ``config`` in its zone (OOM configurations are infeasible, with infinite time)."""
+        key = config.key
         hit = self._cache.get(key)
         if hit is not None:
             return hit
         if any(g.local_batch > self.cloud.max_batch(g.instance.gpu_name, self.model) for g in config.groups):
             outcome = TrueOutcome(config, float("inf"), float("inf"), float("inf"), ("oom",))
         else:
-            iter_s = self.cloud.expected_iteration_s(
-                config, self.n_allocations, self.iters, model=self.model, tag=self.tag
-            )
+            notation = config.notation()  # the truth does not depend on the zone, only the price does
+            if notation not in self._iter_s:
+                self._iter_s[notation] = self.cloud.expected_iteration_s(
+                    config, self.n_allocations, self.iters, model=self.model, tag=self.tag
+                )
+            iter_s = self._iter_s[notation]
             time_s, cost, violations = job_time_cost(self.problem, config, iter_s)
             outcome = TrueOutcome(config, iter_s, time_s, cost, violations)
         self._cache[key] = outcome
         return outcome
 
     @property
-    def problem(self) -> PlanProblem:
-        """The job on the truth: every power-of-two batch that really fits, the cloud's mean launch time."""
-        if self._problem is None:
+    def problems(self) -> tuple[PlanProblem, ...]:
+        """The job on the truth, one problem per placement: every power-of-two batch that really fits, the
+        cloud's mean launch time."""
+        if self._problems is None:
             limits = TruthLimits(self.cloud, self.model)
-            self._problem = build_problem(self.spec, self.cloud.catalog, limits, "all", self.overhead_s)
-        return self._problem
+            self._problems = build_problems(self.spec, self.cloud.catalog, limits, "all", self.overhead_s)
+        return self._problems
+
+    @property
+    def problem(self) -> PlanProblem:
+        """The job on the truth as one unplaced problem (each type at its cheapest price, for searches over
+        single-type configurations, whose cheapest zone is always a real placement)."""
+        return unplaced(self.problems)
 
     def judge_all(self, configs: Iterable[Config]) -> list[TrueOutcome]:
         """True outcomes of every configuration given."""
@@ -124,6 +137,7 @@ class TruthJudge:
 
 
 def true_optimum(judge: TruthJudge) -> tuple[TrueOutcome | None, list[TrueOutcome]]:
-    """Judge every configuration of the true space; returns the optimum (or ``None``) and all outcomes."""
-    outcomes = judge.judge_all(enumerate_configs(judge.problem))
+    """Judge every configuration of the true space (every placement); returns the optimum (or ``None``) and all
+    outcomes."""
+    outcomes = judge.judge_all(c for p in judge.problems for c in enumerate_configs(p))
     return best_of(judge.spec.goal, outcomes), outcomes

@@ -4,33 +4,70 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from srifty.catalog import Catalog, load_catalog
+from srifty.catalog import Catalog, InstanceType, load_catalog
 from srifty.compute import Profile
-from srifty.errors import SpecError
-from srifty.plan.build import ProfileLimits, build_problem, compute_latency_ms, max_batch_on
+from srifty.errors import ProfileError, SpecError
+from srifty.plan.build import ProfileLimits, build_problems, compute_latency_ms, max_batch_on
+from srifty.plan.explain import explain_choice
 from srifty.plan.inputs import PlanInputs, resolve
 from srifty.plan.methods import Knowledge, get_method
-from srifty.plan.planner import make_plan
+from srifty.plan.offers import expand_offers, search_places
+from srifty.plan.planner import make_plan, nothing_left
+from srifty.plan.predict import MemoPredictor
 from srifty.plan.problem import Candidate
-from srifty.plan.result import Plan
+from srifty.plan.prune import PrunedType, compute_floor_fn, unpruned
+from srifty.plan.prune import prune as prune_problems
+from srifty.plan.result import Infeasibility, Plan
 from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, Mode
 from srifty.sim import profile_for
 from srifty.spec import JobSpec, load_spec
 from srifty.vocab import Config, parse_config
 
 
-def spec_config(text: str, spec: JobSpec, catalog: Catalog) -> Config:
-    """Parse a configuration (``"4xg4dn.12xlarge@64,..."``) in ``spec``'s region, each type on the market its
-    candidate names.
+def spec_area(spec: JobSpec, catalog: Catalog) -> tuple[str, str]:
+    """The one (cloud, region) a configuration typed by the user is read in: the spec's ``region`` (or its
+    only region) in its only cloud.
 
     Raises:
-        SpecError: bad notation or an unknown type.
+        SpecError: the spec plans in several regions or clouds, so a typed configuration is ambiguous.
     """
+    places = search_places(spec, catalog)
+    if len(places) == 1:
+        return places[0]
+    offered = sorted({(o.instance.cloud, o.instance.region) for o in expand_offers(spec, catalog)})
+    if len(offered) == 1:
+        return offered[0]
+    listed = ", ".join(f"{c} {r}" for c, r in places)
+    raise SpecError(
+        f"the spec plans in several regions ({listed}); a configuration typed on the command line or in "
+        "`emulation.start_config` needs one: add `region:` (and `cloud:`) to the spec."
+    )
+
+
+def area_type_names(spec: JobSpec, catalog: Catalog) -> list[str]:
+    """The instance types ``spec`` may rent, by name, in the one region it plans in (see :func:`spec_area`).
+
+    Raises:
+        SpecError: the spec plans in several regions, or a filter leaves nothing.
+    """
+    spec_area(spec, catalog)
+    return sorted({o.instance.name for o in expand_offers(spec, catalog)})
+
+
+def spec_config(text: str, spec: JobSpec, catalog: Catalog, zone: str | None = None) -> Config:
+    """Parse a configuration (``"4xg4dn.12xlarge@64,..."``) in ``spec``'s region, each type on the market its
+    candidate names (``[spot]`` after a group names it too), its spot VMs in ``zone`` if given.
+
+    Raises:
+        SpecError: bad notation, an unknown type, or a spec that plans in several regions.
+    """
+    cloud, region = spec_area(spec, catalog)
     markets = {c.instance_type: c.market for c in spec.candidates}
-    return parse_config(text, spec.region, spec.cloud, catalog, markets)
+    return parse_config(text, region, cloud, catalog, markets, zone)
 
 
 def require_global_batch(config: Config, spec: JobSpec, what: str) -> None:
@@ -72,34 +109,90 @@ def plan_job(
     top_k: int = 5,
     max_sim_calls: int = DEFAULT_MAX_SIM_CALLS,
     iters: int = 100,
+    prune: bool = True,
 ) -> tuple[Plan, PlanInputs]:
     """Plan ``spec`` with ``method`` (see :data:`~srifty.plan.methods.METHODS`); resolves profiles and the
     bandwidth model unless given. APM's alpha-beta model is fitted on the embedded default probes.
 
+    The spec's offers (listed, or the catalog search of ``candidates: auto``) become one problem per
+    placement; types whose GPU has no profile and none can be estimated are pruned with that reason; with
+    ``prune``, types and zones that cannot hold the optimum are dropped before search
+    (:mod:`srifty.plan.prune`).
+
     Raises:
-        SpecError: an unknown method, or one that only an evaluation can run.
+        SpecError: an unknown method, one that only an evaluation can run, or a filter that leaves nothing.
+        ProfileError: no instance type can be planned (no profile, none can be estimated).
     """
     entry = get_method(method)
     entry.require_planning()
     cat = catalog or load_catalog()
-    resolved = inputs or resolve(spec, cat)
-    problem = build_problem(spec, cat, ProfileLimits(resolved.profiles), entry.batch_policy)
+    offers = expand_offers(spec, cat)
+    resolved = inputs or resolve(spec, cat, sorted({o.instance for o in offers}, key=_instance_order))
+    usable = [o for o in offers if profile_known(resolved, o.instance)]
+    excluded = [
+        PrunedType(o.instance.name, o.market, o.instance.cloud, o.instance.region, "no profile", why)
+        for o in offers
+        if (why := resolved.unplannable.get(o.instance.gpu_name)) is not None
+        and not profile_known(resolved, o.instance)
+    ]
+    if not usable:
+        reasons = "; ".join(sorted(set(resolved.unplannable.values()))) or "no profile for any of their GPUs"
+        raise ProfileError(f"no instance type in the spec can be planned: {reasons}.")
+    problems = build_problems(spec, cat, ProfileLimits(resolved.profiles), entry.batch_policy, offers=usable)
     knowledge = Knowledge(resolved.profiles, resolved.net_model, seed=spec.seed, sim_iters=iters)
-    predictor = entry.make_predictor(knowledge)
+    predictor = MemoPredictor(entry.make_predictor(knowledge))
+
+    latencies: dict[tuple[str, int], float] = {}
 
     def latency(cand: Candidate, batch: int) -> float:
-        return compute_latency_ms(resolved.profiles, cand, batch)
+        # The latency depends on the profile (per GPU, or per type when one is given) and the batch.
+        key = (cand.instance.name if cand.instance.name in resolved.profiles else cand.instance.gpu_name, batch)
+        if key not in latencies:
+            latencies[key] = compute_latency_ms(resolved.profiles, cand, batch)
+        return latencies[key]
 
-    plan = make_plan(problem, predictor, latency, entry, mode, max_sim_calls, top_k)
+    started = time.perf_counter()
+    if prune:
+        pruning = prune_problems(problems, predictor, compute_floor_fn(resolved.profiles, iters), excluded)
+    else:
+        pruning = unpruned(problems, excluded)
+    if pruning.problems:
+        plan = make_plan(pruning.problems, predictor, latency, entry, mode, max_sim_calls, top_k, pruning)
+    else:
+        plan = nothing_left(problems, pruning, entry.name)
     errors = {gpu: profile.expected_error for gpu, profile in resolved.profiles.items()}
     plan = dataclasses.replace(
         plan,
+        solve_time_s=time.perf_counter() - started,
+        infeasibility=name_the_quota(plan.infeasibility, spec),
         profile_sources=dict(resolved.sources),
         profile_errors=errors,
         spec_name=spec.name,
         notes=plan.notes + resolved.warnings,
     )
-    return plan, resolved
+    return dataclasses.replace(plan, explanation=tuple(explain_choice(plan))), resolved
+
+
+def _instance_order(instance: InstanceType) -> tuple[str, str, str]:
+    return (instance.cloud, instance.region, instance.name)
+
+
+def profile_known(inputs: PlanInputs, instance: InstanceType) -> bool:
+    """Whether ``inputs`` has a profile for ``instance`` (by its name or its GPU)."""
+    return instance.name in inputs.profiles or instance.gpu_name in inputs.profiles
+
+
+def name_the_quota(infeasibility: Infeasibility | None, spec: JobSpec) -> Infeasibility | None:
+    """A quota infeasibility whose fix names the spec's own quota fields."""
+    if infeasibility is None or infeasibility.binding_constraint != "quota":
+        return infeasibility
+    fields = (
+        f"default_quota (now {spec.default_quota}) or quota for single types"
+        if spec.auto_candidates
+        else "the candidates' quota"
+    )
+    message = infeasibility.message.replace("raise the quotas", f"raise {fields}")
+    return dataclasses.replace(infeasibility, message=message)
 
 
 def plan_spec(spec_path: str | Path, **kwargs: object) -> tuple[Plan, PlanInputs]:

@@ -1,30 +1,41 @@
-"""Explaining an infeasible job: which constraint binds, the closest configuration, and what would fix it."""
+"""Explaining a plan: for an infeasible job, which constraint binds, the closest configuration and what would
+fix it; for a feasible one, why this configuration and this placement won, and by how much."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from srifty.plan.problem import PlanProblem
-from srifty.plan.result import Infeasibility
-from srifty.plan.scoring import Scored
+from srifty.plan.result import Infeasibility, Plan
+from srifty.plan.scoring import Scored, preference
+from srifty.vocab import Config
 
 
-def _at_quota(problem: PlanProblem, s: Scored) -> list[str]:
-    quotas = {(c.instance.name, c.market): c.quota for c in problem.candidates}
-    return [g.instance.name for g in s.config.groups if quotas.get((g.instance.name, g.market)) == g.count]
+def _at_quota(problems: Sequence[PlanProblem], s: Scored) -> list[str]:
+    quotas = {(c.instance.name, c.instance.region, c.market): c.quota for p in problems for c in p.candidates}
+    return [
+        g.instance.name
+        for g in s.config.groups
+        if quotas.get((g.instance.name, g.instance.region, g.market)) == g.count
+    ]
 
 
-def explain(problem: PlanProblem, scored: Sequence[Scored]) -> Infeasibility:
-    """Why nothing in ``scored`` meets the constraints (``scored`` may be empty)."""
+def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scored]) -> Infeasibility:
+    """Why nothing in ``scored`` meets the constraints (``scored`` may be empty); ``problems`` are the
+    placements searched."""
+    batch = (problems,) if isinstance(problems, PlanProblem) else tuple(problems)
+    if not batch:
+        return Infeasibility("quota", "nothing is left to rent: every instance type was pruned or filtered out.", None)
+    problem = batch[0]
     if not scored:
-        return _no_assignment(problem)
+        return _no_assignment(batch)
     fastest = min(scored, key=lambda s: (s.time_s, s.cost_usd))
     cheapest = min(scored, key=lambda s: (s.cost_usd, s.time_s))
     deadline, budget = problem.deadline_s, problem.budget_usd
     on_time = [s for s in scored if "deadline" not in s.violations]
     in_budget = [s for s in scored if "budget" not in s.violations]
     if deadline is not None and not on_time:
-        quota_hint = ", ".join(f"the {name} quota" for name in _at_quota(problem, fastest))
+        quota_hint = ", ".join(f"the {name} quota" for name in _at_quota(batch, fastest))
         raise_what = f"raise the deadline or {quota_hint}" if quota_hint else "raise the deadline"
         return Infeasibility(
             "deadline",
@@ -52,15 +63,25 @@ def explain(problem: PlanProblem, scored: Sequence[Scored]) -> Infeasibility:
     )
 
 
-def _no_assignment(problem: PlanProblem) -> Infeasibility:
-    usable = [c for c in problem.candidates if c.batches]
-    capacity = sum(c.quota * c.gpus * c.batches[-1] for c in usable)
-    if capacity < problem.global_batch:
-        memory_bound = [c.instance.name for c in problem.candidates if c.max_batch < problem.global_batch]
+def capacity(problem: PlanProblem) -> int:
+    """Samples per iteration ``problem`` holds with every quota full, each type at its largest batch."""
+    return sum(c.quota * c.gpus * c.batches[-1] for c in problem.candidates if c.batches)
+
+
+def _no_assignment(problems: Sequence[PlanProblem]) -> Infeasibility:
+    problem = max(problems, key=capacity)
+    most = capacity(problem)
+    if most < problem.global_batch:
+        memory_bound = sorted({c.instance.name for p in problems for c in p.candidates if c.max_batch < p.global_batch})
         why = f" (largest batch per GPU that fits in memory: {', '.join(memory_bound)} limited)" if memory_bound else ""
+        where = (
+            f" in any one placement (most: {problem.placement.label})"
+            if len(problems) > 1 and problem.placement
+            else ""
+        )
         return Infeasibility(
             "quota",
-            f"at most {capacity} samples fit per iteration with every quota full at its largest batch{why}, "
+            f"at most {most} samples fit per iteration{where} with every quota full at its largest batch{why}, "
             f"but global_batch is {problem.global_batch}; raise the quotas or lower global_batch.",
             None,
         )
@@ -71,3 +92,96 @@ def _no_assignment(problem: PlanProblem) -> Infeasibility:
         f"{1 << (problem.global_batch.bit_length() - 1)}).",
         None,
     )
+
+
+def _gap(goal: str, s: Scored, best: Scored) -> str:
+    """How much worse ``s`` is than ``best`` on the goal, ``"+12.0% cost ($1.20 vs $1.07)"``, and on the other
+    quantity when the goal's is a tie."""
+    cost = f"+{_pct(s.cost_usd, best.cost_usd)} cost (${s.cost_usd:,.2f} vs ${best.cost_usd:,.2f})"
+    time = f"+{_pct(s.time_s, best.time_s)} time ({s.time_s:,.0f} s vs {best.time_s:,.0f} s)"
+    first, second = (cost, time) if goal == "min_cost" else (time, cost)
+    mine, theirs = (s.cost_usd, best.cost_usd) if goal == "min_cost" else (s.time_s, best.time_s)
+    return f"{first}, {second}" if abs(mine - theirs) <= 5e-4 * abs(theirs) else first
+
+
+def _pct(value: float, base: float) -> str:
+    return f"{100.0 * (value - base) / base:.1f}%" if base > 0 else "n/a"
+
+
+def per_type_cheapest_usd_per_hour(config: Config) -> float:
+    """What ``config`` would cost per hour if each spot type were priced at its own cheapest zone (the pricing
+    srifty used before placements; no single zone offers that price when the cheapest zones differ)."""
+    return sum(g.price_usd_per_hour(None) for g in config.groups)
+
+
+def count_text(n: int) -> str:
+    """A configuration count for people: exact with thousands separators below a billion, else ``1.234e+56``."""
+    return f"{n:,}" if n < 1_000_000_000 else f"{n:.3e}"
+
+
+def explain_choice(plan: Plan) -> list[str]:
+    """Why the plan chose what it chose, in sentences: how much was searched and pruned, which region (and
+    cloud, and zone) won and by how much, and what pricing each type at its own cheapest zone would claim."""
+    lines: list[str] = []
+    pruning = plan.pruning
+    goal = plan.problem.goal
+    skipped = [o for o in plan.placements if o.mode == "skipped"]
+    if pruning is not None:
+        dominated = len(pruning.placements)
+        lines.append(
+            f"Offers (instance type × market × region): {pruning.n_offers_before} considered, "
+            f"{pruning.n_offers_after} left after pruning ({len(pruning.types)} pruned; --show-pruned says why). "
+            f"Configurations: {count_text(pruning.space_before)} before pruning, "
+            f"{count_text(pruning.space_after)} after."
+        )
+        lines.append(
+            f"Placements: {len(plan.placements) - len(skipped)} searched, {len(skipped)} skipped by bound, "
+            f"{dominated} dropped (dominated or emptied by pruning)."
+        )
+    best = plan.best
+    if best is None or not best.feasible:
+        return lines
+    where = best.config.where()
+    spot = " (spot VMs in one zone)" if best.config.zone else " (on-demand, any zone of the region)"
+    lines.append(f"Chosen: {best.config.tagged()} in {where}{spot}.")
+    mine = f"{best.config.cloud} {best.config.region}"
+    by_area: dict[str, Scored] = {}
+    by_zone: dict[str, Scored] = {}
+    for s in plan.evaluated:
+        if not s.feasible:
+            continue
+        area = f"{s.config.cloud} {s.config.region}"
+        if area not in by_area or preference(goal, s) < preference(goal, by_area[area]):
+            by_area[area] = s
+        place = s.config.where()
+        if (
+            area == mine
+            and place != where
+            and (place not in by_zone or preference(goal, s) < preference(goal, by_zone[place]))
+        ):
+            by_zone[place] = s
+    for area, other in sorted(by_area.items()):
+        if area == mine:
+            continue
+        scope = "" if all(g.instance.price_covers_host_vm for g in other.config.groups) else " (GPU-only price)"
+        lines.append(
+            f"Best found in {area}: {other.config.tagged()} ({other.config.where()}), {_gap(goal, other, best)}{scope}."
+        )
+    if by_zone:
+        place, other = min(by_zone.items(), key=lambda kv: preference(goal, kv[1]))
+        lines.append(f"Next best placement in {mine}: {place}, {other.config.tagged()}, {_gap(goal, other, best)}.")
+    if pruning is not None and pruning.incumbent is not None and pruning.incumbent.config.key != best.config.key:
+        inc = pruning.incumbent
+        lines.append(
+            f"Best single-type configuration: {inc.config.tagged()} ({inc.config.where()}), {_gap(goal, inc, best)}."
+        )
+    old = per_type_cheapest_usd_per_hour(best.config)
+    new = best.config.price_usd_per_hour()
+    if abs(old - new) > 1e-9:
+        lines.append(
+            f"Pricing each type at its own cheapest zone would claim ${old:,.3f}/h instead of ${new:,.3f}/h "
+            f"({_pct(old, new)}); no single zone offers that."
+        )
+    if not all(g.instance.price_covers_host_vm for g in best.config.groups):
+        lines.append("Its price covers only the GPU attachment (GCP): the n1 host VM is not included.")
+    return lines

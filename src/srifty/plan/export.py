@@ -9,7 +9,14 @@ every VM can reach, typically the first group's head node) is passed at launch t
 * ``SRIFTY_GLOBAL_BATCH``: the global batch;
 * ``SRIFTY_GRAD_WEIGHT``: ``local_batch / global_batch``, the weight that makes every sample count equally
   when local batches differ (read by ``srifty.torch``);
-* ``SRIFTY_WORLD_SIZE``, ``SRIFTY_NNODES``: total GPUs and VMs across all groups.
+* ``SRIFTY_WORLD_SIZE``, ``SRIFTY_NNODES``: total GPUs and VMs across all groups;
+* ``SRIFTY_PLACEMENT``: where the configuration runs (cloud, region, zone).
+
+Every group of a configuration runs in the same region, and its spot VMs in the same zone: each task names
+the cloud, region and (when placed in one) ``zone``. AWS zones are given as zone IDs (``use1-az4``), as in
+the catalog: an ID names the same physical zone in every account, while SkyPilot and the EC2 console name
+zones per account (``us-east-1a``); ``aws ec2 describe-availability-zones --zone-ids use1-az4`` gives the
+account's name for it.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ def group_env(scored: Scored, index: int, job: str) -> dict[str, str]:
         "SRIFTY_GROUP": f"{index}:{group.notation()}",
         "SRIFTY_RDZV_ID": job,
         "SRIFTY_RDZV_ENDPOINT": f"HEAD_NODE_IP:{RDZV_PORT}",
+        "SRIFTY_PLACEMENT": config.where(),
     }
 
 
@@ -64,12 +72,10 @@ def skypilot_tasks(scored: Scored, job_name: str, train_command: str = DEFAULT_T
     tasks = []
     for index, group in enumerate(scored.config.groups):
         inst = group.instance
-        resources: dict[str, Any] = {
-            "cloud": inst.cloud,
-            "region": inst.region,
-            "instance_type": inst.name,
-            "use_spot": group.market == "spot",
-        }
+        resources: dict[str, Any] = {"cloud": inst.cloud, "region": inst.region}
+        if scored.config.zone is not None:
+            resources["zone"] = scored.config.zone
+        resources |= {"instance_type": inst.name, "use_spot": group.market == "spot"}
         if inst.cloud == "gcp":  # GCP offerings are accelerators attached to a host VM
             resources.pop("instance_type")
             resources["accelerators"] = f"{inst.gpu_name}:{inst.gpus_per_vm}"
@@ -85,6 +91,17 @@ def skypilot_tasks(scored: Scored, job_name: str, train_command: str = DEFAULT_T
     return tasks
 
 
+def _zone_note(scored: Scored) -> str:
+    """A header line saying how to read an AWS zone ID (empty for other clouds or unplaced configurations)."""
+    zone = scored.config.zone
+    if zone is None or scored.config.cloud != "aws":
+        return ""
+    return (
+        f"# zone {zone} is an AWS zone ID; your account's zone name for it: "
+        f"aws ec2 describe-availability-zones --region {scored.config.region} --zone-ids {zone}\n"
+    )
+
+
 def write_skypilot(
     scored: Scored, directory: str | Path, job_name: str, train_command: str = DEFAULT_TRAIN_COMMAND
 ) -> list[Path]:
@@ -93,8 +110,9 @@ def write_skypilot(
     paths = []
     for task in skypilot_tasks(scored, job_name, train_command):
         header = (
-            f"# srifty plan for {job_name}: {scored.config.notation()}\n"
-            "# Launch every group's task with the same rendezvous endpoint, e.g.\n"
+            f"# srifty plan for {job_name}: {scored.config.notation()} in {scored.config.where()}\n"
+            + _zone_note(scored)
+            + "# Launch every group's task with the same rendezvous endpoint, e.g.\n"
             f"#   sky launch -c {task['name']} {task['name']}.yaml --env SRIFTY_RDZV_ENDPOINT=HOST:{RDZV_PORT}\n"
         )
         paths.append(atomic_write_text(out / f"{task['name']}.yaml", header + yaml.safe_dump(task, sort_keys=False)))
@@ -111,7 +129,7 @@ def torchrun_commands(scored: Scored, job_name: str, train_command: str = DEFAUL
             f"{k}={shlex.quote(v)}" for k, v in env.items() if k not in ("SRIFTY_NNODES", "SRIFTY_NPROC_PER_NODE")
         )
         lines.append(
-            f"# on each of the {group.count} {group.instance.name} VMs:\n"
+            f"# on each of the {group.count} {group.instance.name} VMs ({group.market}, in {scored.config.where()}):\n"
             f"{exports} torchrun --nnodes={env['SRIFTY_NNODES']} --nproc-per-node={env['SRIFTY_NPROC_PER_NODE']} "
             f"--rdzv-backend=c10d --rdzv-endpoint=HEAD_NODE_IP:{RDZV_PORT} --rdzv-id={job} {train_command}"
         )

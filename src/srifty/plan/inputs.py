@@ -17,14 +17,19 @@ from typing import Any
 from srifty.catalog import Catalog, InstanceType
 from srifty.compute import Profile, load_profile
 from srifty.compute.bundled import bundled_profiles_for, profile_filename
-from srifty.errors import ProfileError
+from srifty.errors import CatalogError, ProfileError
+from srifty.plan.offers import expand_offers
 from srifty.sim import BusBandwidthModel
 from srifty.spec import JobSpec
 
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """Profiles by GPU name (or instance type name), where each came from, and the bandwidth model."""
+    """Profiles by GPU name (or instance type name), where each came from, and the bandwidth model.
+
+    Attributes:
+        unplannable: GPUs with no profile that none could be estimated for, and why (their types are pruned).
+    """
 
     profiles: dict[str, Profile]
     sources: dict[str, str]
@@ -32,6 +37,7 @@ class PlanInputs:
     net_source: str
     measure_hints: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    unplannable: dict[str, str] = field(default_factory=dict)
 
 
 def _check_model(profile: Profile, spec: JobSpec, origin: str) -> None:
@@ -51,11 +57,18 @@ def measure_command(model: str, gpu: str, instance: str) -> str:
 
 
 def resolve_profiles(
-    spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None
+    spec: JobSpec,
+    catalog: Catalog,
+    instances: Sequence[InstanceType] | None = None,
+    unplannable: dict[str, str] | None = None,
 ) -> tuple[dict[str, Profile], dict[str, str], dict[str, str], list[str]]:
     """Profiles by catalog GPU name for every candidate type (or for ``instances``), their sources, how to
     measure the estimated ones, and warnings about measurements mixed from different software or settings
     (:func:`srifty.compute.provenance.mixing_warnings`).
+
+    Args:
+        unplannable: if given, a GPU whose profile cannot be estimated is recorded here with the reason instead
+            of raising (``candidates: auto`` prunes its types).
 
     Raises:
         ProfileError: a listed file profiles another model, the job's CPU profiles come from different
@@ -82,7 +95,7 @@ def resolve_profiles(
     warnings = mixing_warnings(named)
     hints: dict[str, str] = {}
     needed: dict[str, str] = {}
-    targets = instances or [catalog.get(c.instance_type, region=spec.region, cloud=spec.cloud) for c in spec.candidates]
+    targets = instances if instances is not None else [o.instance for o in expand_offers(spec, catalog)]
     for instance in targets:
         needed.setdefault(instance.gpu_name, instance.name)
     profiles: dict[str, Profile] = {}
@@ -98,9 +111,12 @@ def resolve_profiles(
             )
         try:
             estimate, reason = _estimate(measured, catalog, gpu)
-        except ProfileError as err:  # name the files it could not estimate from
+        except (ProfileError, CatalogError) as err:  # name the files it could not estimate from
             origins = "; ".join(sources[p.device.label] for p in measured)
-            raise ProfileError(f"cannot estimate {gpu} from the measured profiles ({origins}): {err}") from None
+            if unplannable is None:
+                raise ProfileError(f"cannot estimate {gpu} from the measured profiles ({origins}): {err}") from None
+            unplannable[gpu] = f"no profile of {model_name} on {gpu} and none can be estimated from {origins}: {err}"
+            continue
         profiles[gpu] = estimate
         sources[gpu] = f"estimated from {reason}"
         hints[gpu] = measure_command(model_name, gpu, instance_name)
@@ -126,8 +142,16 @@ def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:
     return load_default_model(), "embedded default, measured on srifty's network testbed (tc-shaped links)"
 
 
-def resolve(spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None) -> PlanInputs:
-    """Profiles (for the spec's candidates, or for ``instances``) and the bandwidth model for ``spec``."""
-    profiles, sources, hints, warnings = resolve_profiles(spec, catalog, instances)
+def resolve(
+    spec: JobSpec, catalog: Catalog, instances: Sequence[InstanceType] | None = None, tolerant: bool | None = None
+) -> PlanInputs:
+    """Profiles (for the spec's offers, or for ``instances``) and the bandwidth model for ``spec``.
+
+    Args:
+        tolerant: record GPUs that cannot be estimated in ``unplannable`` instead of raising; default: for
+            ``candidates: auto`` (a listed candidate that cannot be planned is an error).
+    """
+    unplannable: dict[str, str] | None = {} if (spec.auto_candidates if tolerant is None else tolerant) else None
+    profiles, sources, hints, warnings = resolve_profiles(spec, catalog, instances, unplannable)
     net, net_source = resolve_net_model(spec)
-    return PlanInputs(profiles, sources, net, net_source, hints, tuple(warnings))
+    return PlanInputs(profiles, sources, net, net_source, hints, tuple(warnings), unplannable or {})

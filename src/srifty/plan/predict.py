@@ -75,3 +75,38 @@ class SimPredictor:
             r.estimated_profiles,
             r.iter_mean_error_s,
         )
+
+
+class MemoPredictor:
+    """Any predictor, remembering each configuration's estimate.
+
+    A configuration's predicted iteration time does not depend on its zone or its price, so a search over
+    several zones of one region predicts each configuration once. Keys are the notation and the region.
+    """
+
+    def __init__(self, inner: Predictor) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._memo: dict[tuple[str, str, str], Estimate] = {}
+
+    @property
+    def n_predicted(self) -> int:
+        """Distinct configurations predicted so far."""
+        return len(self._memo)
+
+    def prefetch(self, configs: Sequence[Config]) -> None:
+        """Pass a search space to the inner predictor's prefetch (if it has one), without known configurations."""
+        prefetch = getattr(self.inner, "prefetch", None)
+        if prefetch is not None:
+            prefetch([c for c in configs if self._key(c) not in self._memo])
+
+    def predict(self, config: Config) -> Estimate:
+        key = self._key(config)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self.inner.predict(config)
+        return hit
+
+    @staticmethod
+    def _key(config: Config) -> tuple[str, str, str]:
+        return (config.notation(), config.cloud, config.region)

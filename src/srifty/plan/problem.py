@@ -5,7 +5,8 @@ local batch ``batches[i]``. Constraints (paper, section "Optimizer"):
 
 * ``Σ counts[i]·gpus[i]·batches[i] = B_global`` exactly; ``0 ≤ counts[i] ≤ quota[i]``;
 * job time ``T = N·t_iter + overhead`` where ``overhead`` is one VM launch plus one checkpoint restore;
-* cost ``C = Σ counts[i]·price[i]·T`` (spot price of the chosen or cheapest zone, or on-demand);
+* cost ``C = Σ counts[i]·price[i]·T``, every price in the problem's placement: one zone (spot price of that
+  zone) or, for configurations of on-demand VMs only, one region;
 * ``min_time`` minimises ``T`` subject to the budget (and the deadline, if one is given);
   ``min_cost`` minimises ``C`` subject to the deadline (and the budget, if one is given).
 """
@@ -17,8 +18,34 @@ from typing import Literal
 
 from srifty.catalog import InstanceType, Market
 from srifty.units import SECONDS_PER_HOUR
+from srifty.vocab import Config
 
 Goal = Literal["min_time", "min_cost"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one configuration runs: one zone of one region (``zone=None``: anywhere in the region, for
+    on-demand VMs only, or on a cloud whose spot prices are regional).
+
+    Attributes:
+        price_covers_host_vm: ``False`` where prices cover only the GPU attachment (the bundled GCP rows).
+    """
+
+    cloud: str
+    region: str
+    zone: str | None = None
+    price_covers_host_vm: bool = True
+
+    @property
+    def label(self) -> str:
+        """``"aws us-east-1 use1-az4"`` or ``"aws us-west-2 (on-demand, any zone)"``."""
+        return f"{self.cloud} {self.region} " + (self.zone or "(any zone)")
+
+    @property
+    def area(self) -> str:
+        """``"aws us-east-1"``: the cloud and region (what a configuration may never span two of)."""
+        return f"{self.cloud} {self.region}"
 
 
 @dataclass(frozen=True)
@@ -26,6 +53,7 @@ class Candidate:
     """One rentable option: an instance type on a market, with a quota and the batches it may take.
 
     Attributes:
+        price_usd_per_hour: one VM's price in the problem's placement.
         batches: allowed local batches per GPU after pruning, ascending.
         pruned_note: why the batch range is what it is (knee, memory, global batch).
     """
@@ -52,7 +80,13 @@ class Candidate:
 
 @dataclass(frozen=True)
 class PlanProblem:
-    """Everything the search needs besides the performance model."""
+    """Everything the search needs besides the performance model.
+
+    Attributes:
+        placement: where its configurations run (``None``: not placed; spot priced in the cheapest common zone).
+        requires_spot: only configurations with a spot group belong here (configurations of on-demand VMs
+            only are planned once per region, in the region's own problem, not once per zone).
+    """
 
     candidates: tuple[Candidate, ...]
     global_batch: int
@@ -61,6 +95,12 @@ class PlanProblem:
     deadline_s: float | None
     budget_usd: float | None
     overhead_s: float
+    placement: Placement | None = None
+    requires_spot: bool = False
+
+    def place(self, config: Config) -> Config:
+        """``config`` placed in this problem's zone (configurations built from its candidates run there)."""
+        return config.placed(self.placement.zone if self.placement is not None else None)
 
     def job_time_s(self, iter_mean_s: float) -> float:
         """Predicted wall-clock job time, overheads included."""

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from srifty.artifacts import write_json_artifact
-from srifty.plan.problem import PlanProblem
+from srifty.plan.problem import Placement, PlanProblem
+from srifty.plan.prune import Pruning
 from srifty.plan.scoring import Scored, preference
 
 PLAN_KIND = "plan"
@@ -25,8 +26,37 @@ class Infeasibility:
 
 
 @dataclass(frozen=True)
+class PlacementOutcome:
+    """One placement's search: how, over how many configurations, and its best feasible configuration.
+
+    Attributes:
+        mode: ``exhaustive``, ``ilp``, ``heuristic``, or ``skipped`` (its bound could not win; see ``note``).
+        n_evaluated: configurations its own search scored.
+        best: the best feasible configuration placed there (from its search or the homogeneous study).
+        n_scored: configurations placed there that were scored by any step.
+    """
+
+    placement: Placement | None
+    mode: str
+    space_size: int
+    n_evaluated: int
+    best: Scored | None
+    note: str = ""
+    n_scored: int = 0
+
+
+@dataclass(frozen=True)
 class Plan:
-    """What ``srifty plan`` decided."""
+    """What ``srifty plan`` decided.
+
+    Attributes:
+        problem: the problem (placement) the chosen configuration belongs to.
+        placements: every placement searched or skipped, with its best configuration.
+        pruning: what pruning dropped before search, or ``None`` when it did not run.
+        n_predicted: distinct configurations the predictor was asked about (a configuration in several zones
+            is predicted once).
+        explanation: why this configuration and placement won, in sentences.
+    """
 
     method: str
     mode: str
@@ -45,6 +75,10 @@ class Plan:
     spec_name: str | None = None
     spec_digest: str | None = None
     evaluated: tuple[Scored, ...] = ()
+    placements: tuple[PlacementOutcome, ...] = ()
+    pruning: Pruning | None = None
+    n_predicted: int | None = None
+    explanation: tuple[str, ...] = ()
 
     @property
     def feasible(self) -> bool:
@@ -79,8 +113,11 @@ class Plan:
                 for c in p.candidates
             ],
             "n_evaluated": self.n_evaluated,
-            "n_simulator_calls": self.n_evaluated,
+            "n_simulator_calls": self.n_evaluated if self.n_predicted is None else self.n_predicted,
             "search_space_size": self.search_space_size,
+            "placement": None if self.best is None else placement_dict(self.best),
+            "placements": [outcome_dict(o, p.goal) for o in self.placements],
+            "pruning": None if self.pruning is None else pruning_dict(self.pruning),
             "n_ilp_solved": self.n_ilp_solved,
             "solve_time_s": self.solve_time_s,
             "feasible": self.feasible,
@@ -97,6 +134,7 @@ class Plan:
             "profile_sources": self.profile_sources,
             "profile_expected_errors": self.profile_errors,
             "notes": list(self.notes),
+            "explanation": list(self.explanation),
             "evaluated": [point_dict(s) for s in self.evaluated],
         }
 
@@ -105,10 +143,65 @@ class Plan:
         return write_json_artifact(path, PLAN_KIND, PLAN_SCHEMA_VERSION, self.to_dict())
 
 
+def placement_dict(s: Scored) -> dict[str, Any]:
+    """Where a configuration runs: cloud, region, zone (``None``: any zone of the region, on-demand only)."""
+    config = s.config
+    return {
+        "cloud": config.cloud,
+        "region": config.region,
+        "zone": config.zone,
+        "price_covers_host_vm": all(g.instance.price_covers_host_vm for g in config.groups),
+    }
+
+
+def outcome_dict(o: PlacementOutcome, goal: str) -> dict[str, Any]:
+    """JSON-ready form of one placement's search."""
+    where = o.placement
+    return {
+        "cloud": None if where is None else where.cloud,
+        "region": None if where is None else where.region,
+        "zone": None if where is None else where.zone,
+        "price_covers_host_vm": True if where is None else where.price_covers_host_vm,
+        "mode": o.mode,
+        "search_space_size": o.space_size,
+        "n_evaluated": o.n_evaluated,
+        "note": o.note,
+        "best": None
+        if o.best is None
+        else {"config": o.best.config.tagged(), "time_s": o.best.time_s, "cost_usd": o.best.cost_usd},
+    }
+
+
+def pruning_dict(p: Pruning) -> dict[str, Any]:
+    """JSON-ready form of what pruning dropped."""
+    return {
+        "offers_before": p.n_offers_before,
+        "offers_after": p.n_offers_after,
+        "search_space_before": p.space_before,
+        "search_space_after": p.space_after,
+        "incumbent": None if p.incumbent is None else p.incumbent.config.tagged(),
+        "types": [
+            {
+                "instance_type": t.instance_type,
+                "market": t.market,
+                "cloud": t.cloud,
+                "region": t.region,
+                "rule": t.rule,
+                "reason": t.reason,
+                "zones": list(t.zones),
+                "bound": t.bound,
+            }
+            for t in p.types
+        ],
+        "placements": [{"placement": d.placement.label, "reason": d.reason} for d in p.placements],
+    }
+
+
 def scored_dict(s: Scored) -> dict[str, Any]:
     """JSON-ready form of one scored configuration."""
     return {
         "config": s.config.notation(),
+        **placement_dict(s),
         "groups": [
             {
                 "instance_type": g.instance.name,
@@ -117,9 +210,9 @@ def scored_dict(s: Scored) -> dict[str, Any]:
                 "gpus_per_vm": g.instance.gpus_per_vm,
                 "local_batch": g.local_batch,
                 "gradient_weight": g.local_batch / s.config.global_batch,
-                "price_usd_per_hour": g.price_usd_per_hour(),
+                "price_usd_per_hour": price,
             }
-            for g in s.config.groups
+            for g, price in zip(s.config.groups, s.config.group_prices_usd_per_hour(), strict=True)
         ],
         "world_size": s.config.world_size,
         "n_vms": s.config.n_vms,
@@ -144,6 +237,7 @@ def point_dict(s: Scored) -> dict[str, Any]:
     """A compact record of one evaluated configuration (for reports): what it is and what was predicted."""
     return {
         "config": s.config.notation(),
+        "zone": s.config.zone,
         "instance_types": sorted({g.instance.name for g in s.config.groups}),
         "world_size": s.config.world_size,
         "n_vms": s.config.n_vms,

@@ -80,7 +80,9 @@ class Scored:
 
 
 def score(problem: PlanProblem, config: Config, estimate: Estimate) -> Scored:
-    """Job time, cost, deadline probability and violated constraints of ``config`` as predicted."""
+    """Job time, cost, deadline probability and violated constraints of ``config`` as predicted, placed in
+    the problem's zone."""
+    config = problem.place(config)
     time_s, cost, violations = job_time_cost(problem, config, estimate.iter_mean_s)
     p_deadline = None if problem.deadline_s is None else deadline_probability(problem, estimate)
     return Scored(config, estimate, time_s, cost, config.price_usd_per_hour(), p_deadline, violations)
@@ -105,9 +107,10 @@ def objective(goal: str, outcome: Outcome) -> tuple[float, float]:
     return (outcome.time_s, outcome.cost_usd) if goal == "min_time" else (outcome.cost_usd, outcome.time_s)
 
 
-def preference(goal: str, outcome: Outcome) -> tuple[float, float, str]:
-    """:func:`objective`, ties broken by the configuration's notation (for determinism)."""
-    return (*objective(goal, outcome), outcome.config.notation())
+def preference(goal: str, outcome: Outcome) -> tuple[float, float, str, str, str]:
+    """:func:`objective`, ties broken by the configuration's notation, markets and zone (for determinism)."""
+    config = outcome.config
+    return (*objective(goal, outcome), config.notation(), config.tagged(), config.zone or "")
 
 
 def best_of(goal: str, outcomes: Sequence[OutcomeT]) -> OutcomeT | None:

@@ -8,31 +8,36 @@ configurations balance compute latency across types. For each *anchor* batch of 
 compute latency ``L`` is the target; every type gets the largest allowed batch whose compute latency is at
 most ``L`` (binary search on its latency model). Beyond the paper, every type's allowed batches serve as
 anchors too (see :func:`anchor_latencies_ms`). With batches fixed, counts solve an integer
-program (HiGHS, through ``scipy.optimize.milp``)::
+program::
 
     minimise    Σ_i counts_i                    (the paper's proxy; also solved with Σ_i price_i·counts_i)
     subject to  Σ_i counts_i · gpus_i · batch_i = B_global
                 0 ≤ counts_i ≤ quota_i,  counts_i integer
                 Σ_i price_i · counts_i · T_L / 3600 ≤ budget      (T_L = N·L + overhead: compute only)
 
-and anchors whose compute-only time ``T_L`` already misses the deadline are skipped. Each solution is then
-simulated, so the linearisation only steers the search; constraints are checked on the simulated time.
+and anchors whose compute-only time ``T_L`` already misses the deadline are skipped. Without the budget row
+each objective is a bounded knapsack, solved exactly by dynamic programming over samples
+(:func:`min_weight_counts`; the fewest-VM one over classes of VMs that take the same number of samples,
+ties to the cheaper VMs), once per distinct batch assignment. The budget row is then checked: the cheapest
+counts are the least any counts cost at those batches, so when they break it the anchor has no solution;
+fewest-VM counts that break it give way to the cheapest. Each solution is then simulated, so the
+linearisation only steers the search; constraints are checked on the simulated time.
 
-When that leaves nothing (every anchor misses the deadline, or the linear budget admits no counts), the
-sweep solves the anchors again from the fastest, without the deadline skip and the budget row, and scores
-the first configuration found: the job is then infeasible for the deadline or the budget, and the
-explanation must say so (as exhaustive search does), not that no counts place the global batch.
+When that leaves nothing (every anchor misses the deadline, or the budget admits no counts), the sweep
+takes the anchors again from the fastest, without the deadline skip and the budget check, and scores the
+first configuration found: the job is then infeasible for the deadline or the budget, and the explanation
+must say so (as exhaustive search does), not that no counts place the global batch.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 from srifty.plan.predict import Predictor
 from srifty.plan.problem import Candidate, PlanProblem
@@ -94,42 +99,71 @@ def exhaustive(problem: PlanProblem, predictor: Predictor) -> list[Scored]:
     return [score(problem, config, predictor.predict(config)) for config in configs]
 
 
-def _largest_batch_within(cand: Candidate, target_ms: float, latency_ms: LatencyFn) -> int | None:
-    """Largest allowed batch of ``cand`` whose compute latency is at most ``target_ms`` (binary search)."""
-    latencies = [latency_ms(cand, b) for b in cand.batches]
-    # Latency models are non-decreasing in the batch, so this is a sorted list.
+def _largest_batch_within(batches: Sequence[int], latencies: Sequence[float], target_ms: float) -> int | None:
+    """Largest allowed batch whose compute latency is at most ``target_ms`` (binary search; latency models are
+    non-decreasing in the batch, so ``latencies`` is sorted)."""
     index = bisect.bisect_right(latencies, target_ms * (1 + 1e-9))
-    return cand.batches[index - 1] if index > 0 else None
+    return batches[index - 1] if index > 0 else None
 
 
-def solve_counts(
-    cands: Sequence[Candidate],
-    batches: Sequence[int],
-    problem: PlanProblem,
-    est_time_s: float,
-    weights: Sequence[float],
-    with_budget: bool = True,
+def min_weight_counts(
+    sizes: Sequence[int], quotas: Sequence[int], weights: Sequence[float], total: int
 ) -> list[int] | None:
-    """Integer counts minimising ``Σ weights·counts`` under the batch equation, quotas and (unless
-    ``with_budget`` is off) the linear budget."""
-    n = len(cands)
-    per_vm = np.array([c.gpus * b for c, b in zip(cands, batches, strict=True)], dtype=float)
-    rows = [per_vm]
-    lower = [float(problem.global_batch)]
-    upper = [float(problem.global_batch)]
-    if with_budget and problem.budget_usd is not None:
-        rows.append(np.array([c.price_usd_per_hour * est_time_s / 3600.0 for c in cands]))
-        lower.append(-np.inf)
-        upper.append(problem.budget_usd)
-    result = milp(
-        c=np.asarray(weights, dtype=float),
-        integrality=np.ones(n),
-        bounds=Bounds(np.zeros(n), np.array([c.quota for c in cands], dtype=float)),
-        constraints=LinearConstraint(np.vstack(rows), np.array(lower), np.array(upper)),
-    )
-    if result.status != 0 or result.x is None:
+    """Exact integer counts minimising ``Σ weights·counts`` with ``Σ counts·sizes = total`` and
+    ``0 ≤ counts ≤ quotas``: a bounded knapsack by dynamic programming over samples (in units of the sizes'
+    greatest common divisor), each quota split into powers of two. ``None`` when no counts add up."""
+    unit = math.gcd(total, *sizes)
+    steps = total // unit
+    best = np.full(steps + 1, np.inf)
+    best[0] = 0.0
+    pieces: list[tuple[int, int, int, np.ndarray]] = []
+    for i, (size, quota, weight) in enumerate(zip(sizes, quotas, weights, strict=True)):
+        chunk, left = 1, quota
+        while left > 0:
+            m = min(chunk, left)
+            left -= m
+            chunk *= 2
+            span = m * size // unit
+            if span > steps:
+                continue
+            offered = best[: steps + 1 - span] + m * weight
+            take = offered < best[span:]
+            best[span:] = np.where(take, offered, best[span:])
+            pieces.append((i, m, span, take))
+    if not np.isfinite(best[steps]):
         return None
-    return [round(x) for x in result.x]
+    counts = [0] * len(sizes)
+    at = steps
+    for i, m, span, take in reversed(pieces):
+        if at >= span and take[at - span]:
+            counts[i] += m
+            at -= span
+    return counts
+
+
+def fewest_vms(cands: Sequence[Candidate], per_vm: Sequence[int], total: int) -> list[int] | None:
+    """Counts placing ``total`` samples on the fewest VMs (``per_vm``: samples one VM of each takes), ties to the
+    cheaper VMs: VMs that take the same number of samples are interchangeable for the count, so the knapsack
+    runs over those classes and each class is filled cheapest first."""
+    classes: dict[int, list[int]] = {}
+    for i, size in enumerate(per_vm):
+        classes.setdefault(size, []).append(i)
+    sizes = sorted(classes)
+    quotas = [sum(cands[i].quota for i in classes[size]) for size in sizes]
+    totals = min_weight_counts(sizes, quotas, [1.0] * len(sizes), total)
+    if totals is None:
+        return None
+    counts = [0] * len(cands)
+    for size, n in zip(sizes, totals, strict=True):
+        for i in sorted(classes[size], key=lambda i: (cands[i].price_usd_per_hour, cands[i].key)):
+            counts[i] = min(n, cands[i].quota)
+            n -= counts[i]
+    return counts
+
+
+def cheapest_counts(cands: Sequence[Candidate], per_vm: Sequence[int], total: int) -> list[int] | None:
+    """Counts placing ``total`` samples at the lowest price per hour (``per_vm``: samples one VM of each takes)."""
+    return min_weight_counts(per_vm, [c.quota for c in cands], [c.price_usd_per_hour for c in cands], total)
 
 
 def anchor_latencies_ms(cands: Sequence[Candidate], latency_ms: LatencyFn) -> list[float]:
@@ -149,35 +183,69 @@ def anchor_ilp(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
     cands = [c for c in problem.candidates if c.batches]
     if not cands:
         return [], 0
-    seen: dict[str, Scored] = {}
-    n_solved = 0
-    for target in anchor_latencies_ms(cands, latency_ms):
-        chosen = [(c, _largest_batch_within(c, target, latency_ms)) for c in cands]
-        usable = [(c, b) for c, b in chosen if b is not None]
+    table = [[latency_ms(c, b) for b in c.batches] for c in cands]
+    found: dict[str, Config] = {}
+    solved: dict[tuple[object, ...], tuple[list[int] | None, list[int] | None]] = {}
+    for target in sorted({t for row in table for t in row}):
         est_time_s = problem.job_time_s(target / 1000.0)
         if problem.deadline_s is not None and est_time_s > problem.deadline_s:
             continue
-        used = [c for c, _ in usable]
-        sizes = [int(b) for _, b in usable]
-        for weights in ([1.0] * len(used), [c.price_usd_per_hour for c in used]):
-            counts = solve_counts(used, sizes, problem, est_time_s, weights)
-            n_solved += 1
-            if counts is None or sum(counts) == 0:
-                continue
+        chosen = [(c, _largest_batch_within(c.batches, row, target)) for c, row in zip(cands, table, strict=True)]
+        used = [c for c, b in chosen if b is not None]
+        sizes = [int(b) for _, b in chosen if b is not None]
+        key = tuple(sizes) + tuple(id(c) for c in used)
+        if key not in solved:  # the programs depend on the batches, not on the anchor's time
+            per_vm = [c.gpus * b for c, b in zip(used, sizes, strict=True)]
+            total = problem.global_batch
+            solved[key] = (fewest_vms(used, per_vm, total), cheapest_counts(used, per_vm, total))
+        for counts in _within_budget(problem, used, est_time_s, *solved[key]):
             config = config_of(used, counts, sizes)
-            key = config.notation()
-            if key not in seen:
-                seen[key] = score(problem, config, predictor.predict(config))
-    if not seen:  # nothing within the deadline or linear budget: find the fastest placement to explain why
-        for target in anchor_latencies_ms(cands, latency_ms):
-            usable = [(c, b) for c in cands if (b := _largest_batch_within(c, target, latency_ms)) is not None]
-            used, sizes = [c for c, _ in usable], [int(b) for _, b in usable]
-            counts = solve_counts(used, sizes, problem, 0.0, [1.0] * len(used), with_budget=False)
-            n_solved += 1
-            if counts is not None and sum(counts) > 0:
-                config = config_of(used, counts, sizes)
-                return [score(problem, config, predictor.predict(config))], n_solved
-    return list(seen.values()), n_solved
+            if problem.requires_spot and not any(g.market == "spot" for g in config.groups):
+                continue  # on-demand VMs only: planned in the region's own problem
+            found.setdefault(config.tagged(), config)
+    if not found:  # nothing within the deadline or linear budget: find the fastest placement to explain why
+        for target in sorted({t for row in table for t in row}):
+            chosen = [(c, _largest_batch_within(c.batches, row, target)) for c, row in zip(cands, table, strict=True)]
+            used = [c for c, b in chosen if b is not None]
+            sizes = [int(b) for _, b in chosen if b is not None]
+            per_vm = [c.gpus * b for c, b in zip(used, sizes, strict=True)]
+            fewest = fewest_vms(used, per_vm, problem.global_batch)
+            solved[("fallback", target)] = (fewest, None)
+            if fewest is not None and sum(fewest) > 0:
+                config = config_of(used, fewest, sizes)
+                if not problem.requires_spot or any(g.market == "spot" for g in config.groups):
+                    found[config.tagged()] = config
+                    break
+    configs = list(found.values())
+    prefetch = getattr(predictor, "prefetch", None)
+    if prefetch is not None:  # every solution's network question in one bandwidth-model call
+        prefetch(configs)
+    return [score(problem, config, predictor.predict(config)) for config in configs], 2 * len(solved)
+
+
+def _within_budget(
+    problem: PlanProblem,
+    cands: Sequence[Candidate],
+    est_time_s: float,
+    fewest: list[int] | None,
+    cheapest: list[int] | None,
+) -> list[list[int]]:
+    """The anchor's solutions that keep its compute-only cost ``Σ price·counts·T_L`` within the budget.
+
+    The cheapest counts are the least cost any counts reach at these batches: when they break the budget,
+    nothing here keeps it. The fewest-VM counts that break it are replaced by the cheapest (the program
+    with the budget row would pick between the two).
+    """
+    out = [c for c in (fewest, cheapest) if c is not None and sum(c) > 0]
+    if problem.budget_usd is None or cheapest is None:
+        return out
+
+    def cost(counts: list[int]) -> float:
+        return sum(n * c.price_usd_per_hour for n, c in zip(counts, cands, strict=True)) * est_time_s / 3600.0
+
+    if cost(cheapest) > problem.budget_usd:
+        return []
+    return [c for c in out if cost(c) <= problem.budget_usd] or [cheapest]
 
 
 def single(problem: PlanProblem, predictor: Predictor, config: Config | None) -> list[Scored]:

@@ -6,8 +6,9 @@
 3. It is at most the largest batch its GPU memory holds (memory model), and at most the global batch.
 4. All VMs of one type share one batch, so the search is over types, not VMs.
 
-What remains is every assignment ``{type: (count, batch)}`` with ``Σ count·gpus·batch = B_global``;
-:func:`count_configs` counts it by dynamic programming before anything is simulated.
+What remains is every assignment ``{type: (count, batch)}`` with ``Σ count·gpus·batch = B_global`` (in a
+zone's problem that requires a spot group, only those with one); :func:`count_configs` counts it by dynamic
+programming before anything is simulated.
 """
 
 from __future__ import annotations
@@ -65,22 +66,30 @@ def count_configs(problem: PlanProblem) -> int:
     computed with cumulative sums per residue class, so the time is linear in the global batch whatever
     the quotas. Counts above 2**53 are approximate (they only ever decide "too many to simulate").
     """
-    shares = [cand.gpus * b for cand in problem.candidates for b in cand.batches]
-    capacity = sum(cand.quota * cand.gpus * max(cand.batches, default=0) for cand in problem.candidates)
-    if not shares or capacity < problem.global_batch:
-        return 0
+    ways = _ways(problem.candidates, problem.global_batch)
+    if problem.requires_spot:
+        ways -= _ways([c for c in problem.candidates if c.market != "spot"], problem.global_batch)
+    return int(ways)
+
+
+def _ways(cands: Sequence[Candidate], global_batch: int) -> float:
+    """Assignments of ``cands`` placing exactly ``global_batch`` samples (at least one VM)."""
+    shares = [cand.gpus * b for cand in cands for b in cand.batches]
+    capacity = sum(cand.quota * cand.gpus * max(cand.batches, default=0) for cand in cands)
+    if not shares or capacity < global_batch:
+        return 0.0
     unit = math.gcd(*shares)
-    if problem.global_batch % unit:
-        return 0
-    total = problem.global_batch // unit
+    if global_batch % unit:
+        return 0.0
+    total = global_batch // unit
     ways = np.zeros(total + 1)
     ways[0] = 1.0
-    for cand in problem.candidates:
+    for cand in cands:
         nxt = ways.copy()
         for b in cand.batches:
             nxt += _shifted_window_sum(ways, cand.gpus * b // unit, min(cand.quota, total))
         ways = nxt
-    return int(ways[total])
+    return float(ways[total]) if total > 0 else 0.0
 
 
 def _shifted_window_sum(ways: np.ndarray, step: int, count: int) -> np.ndarray:
@@ -98,13 +107,14 @@ def _shifted_window_sum(ways: np.ndarray, step: int, count: int) -> np.ndarray:
 
 
 def enumerate_configs(problem: PlanProblem) -> Iterator[Config]:
-    """Every assignment satisfying the batch equation, in a deterministic order."""
+    """Every assignment satisfying the batch equation, in a deterministic order, placed in the problem's zone."""
     cands = problem.candidates
+    zone = problem.placement.zone if problem.placement is not None else None
 
     def walk(i: int, remaining: int, chosen: list[ConfigGroup]) -> Iterator[Config]:
         if remaining == 0:
-            if chosen:
-                yield Config(tuple(chosen))
+            if chosen and (not problem.requires_spot or any(g.market == "spot" for g in chosen)):
+                yield Config(tuple(chosen), zone)
             return
         if i == len(cands):
             return
@@ -118,8 +128,11 @@ def enumerate_configs(problem: PlanProblem) -> Iterator[Config]:
     yield from walk(0, problem.global_batch, [])
 
 
-def config_of(cands: Sequence[Candidate], counts: Sequence[int], batches: Sequence[int]) -> Config:
-    """A config from per-candidate counts and batches (zero counts dropped)."""
+def config_of(
+    cands: Sequence[Candidate], counts: Sequence[int], batches: Sequence[int], zone: str | None = None
+) -> Config:
+    """A config from per-candidate counts and batches (zero counts dropped), its spot VMs in ``zone``."""
     return Config(
-        tuple(ConfigGroup(c.instance, n, b, c.market) for c, n, b in zip(cands, counts, batches, strict=True) if n > 0)
+        tuple(ConfigGroup(c.instance, n, b, c.market) for c, n, b in zip(cands, counts, batches, strict=True) if n > 0),
+        zone,
     )

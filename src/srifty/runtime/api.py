@@ -11,7 +11,7 @@ from pathlib import Path
 from srifty.artifacts import atomic_write_text, read_json_artifact
 from srifty.catalog import load_catalog
 from srifty.errors import SpecError
-from srifty.plan.api import plan_job, require_global_batch, spec_config
+from srifty.plan.api import plan_job, require_global_batch, spec_area, spec_config
 from srifty.plan.result import PLAN_KIND, PLAN_SCHEMA_VERSION, Plan
 from srifty.runtime.controller import Controller
 from srifty.runtime.local import (
@@ -48,7 +48,9 @@ def config_from_plan(plan_path: Path, spec_path: Path, spec: JobSpec) -> tuple[C
     if not best:
         raise SpecError(f"{plan_path} has no feasible configuration to run; re-plan with looser constraints.")
     markets = {g["instance_type"]: g["market"] for g in best["groups"]}
-    config = parse_config(best["config"], spec.region, spec.cloud, load_catalog(), markets)
+    catalog = load_catalog()
+    cloud, region = (best["cloud"], best["region"]) if best.get("region") else spec_area(spec, catalog)
+    config = parse_config(best["config"], region, cloud, catalog, markets, best.get("zone"))
     return config, float(best["iter_mean_s"])
 
 

@@ -4,8 +4,9 @@ Fed with finished iterations and events (preemption, a hung worker) and the time
 reads a clock itself. After each iteration it projects the rest of the job with the *optimistic* bound of
 the windowed throughput (:mod:`srifty.runtime.progress`). Only when even that misses the deadline or the
 budget does it re-plan, with what is left: ``N − n`` iterations, ``T − t`` seconds, ``$ − c`` dollars, the
-spec's switching overheads and its original goal. A preempted instance type (on its market) is never
-chosen again, except for the VMs of it still running. Every decision goes to the decision log.
+spec's switching overheads and its original goal, in the zone the job runs in. A preempted instance type
+(on its market) is never chosen again, except for the VMs of it still running. Every decision goes to the
+decision log.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from srifty.catalog import load_catalog
+from srifty.errors import SpecError
+from srifty.plan.offers import expand_offers
 from srifty.plan.result import Plan
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.progress import DEFAULT_WINDOW_S, ProgressTracker
@@ -174,7 +178,11 @@ class Controller:
     # ---- re-planning -------------------------------------------------------------------------------
 
     def remaining_spec(self, now_s: float) -> JobSpec | None:
-        """The job that is left, or ``None`` when no time or money is left to plan with."""
+        """The job that is left, or ``None`` when no time or money is left to plan with.
+
+        It stays where the job runs (the surviving VMs are there): the current configuration's cloud, region
+        and spot zone. A ``candidates: auto`` spec becomes the list of what may be rented there.
+        """
         elapsed = now_s - self.start_s
         deadline = None if self.spec.deadline_s is None else self.spec.deadline_s - elapsed
         budget = None if self.spec.budget_usd is None else self.spec.budget_usd - self.cost_so_far_usd(now_s)
@@ -182,17 +190,31 @@ class Controller:
             return None
         alive = self._survivors if self._survivors is not None else list(self.config.groups)
         running = {(g.instance.name, g.market): g.count for g in alive}
+        zone = self.config.spot_zone()
+        here = self.spec.model_copy(
+            update={
+                "cloud": self.config.cloud,
+                "clouds": (),
+                "region": self.config.region,
+                "regions": (),
+                "zones": (zone,) if zone else self.spec.zones,
+            }
+        )
+        try:
+            offers = expand_offers(here, load_catalog())
+        except SpecError:
+            return None
         candidates = []
-        for cand in self.spec.candidates:
-            key = (cand.instance_type, cand.market)
-            quota = running.get(key, 0) if key in self._banned else cand.quota
+        for offer in offers:
+            key = (offer.instance.name, offer.market)
+            quota = running.get(key, 0) if key in self._banned else offer.quota
             if quota > 0:
                 candidates.append(
-                    CandidateSpec(instance_type=cand.instance_type, market=cand.market, quota=quota, zone=cand.zone)
+                    CandidateSpec(instance_type=key[0], market=offer.market, quota=quota, zone=offer.zone)
                 )
         if not candidates:
             return None
-        return self.spec.model_copy(
+        return here.model_copy(
             update={
                 "iterations": self.spec.iterations - self.iteration,
                 "deadline_s": deadline,

@@ -75,15 +75,27 @@ def config_busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) 
         SriftyError: as :func:`config_busbw_bytes_per_s`.
     """
     # Every (request, instance) pair is one block of rows; single multi-GPU VMs add a block on the cap grid.
+    # Requests of a search repeat blocks (same sizes, world, VMs and type): each distinct one is asked once.
     blocks: list[Block] = []
+    index: dict[tuple[object, ...], int] = {}
+    order: list[int] = []
+
+    def add(block: Block) -> None:
+        key = (block[0].tobytes(), block[1], block[2], id(block[3]))
+        if key not in index:
+            index[key] = len(blocks)
+            blocks.append(block)
+        order.append(index[key])
+
     for r in requests:
         if not r.instances:
             raise SriftyError("no instance types to query the bandwidth model for")
         for inst in r.instances:
-            blocks.append((r.sizes_bytes, r.world_size, r.n_nodes, inst))
+            add((np.asarray(r.sizes_bytes, dtype=float), r.world_size, r.n_nodes, inst))
             if _is_intra_node(r.n_nodes, inst):
-                blocks.append((CAP_GRID_BYTES, r.world_size, 1, inst))
-    predictions = _predict_blocks(model, blocks)
+                add((CAP_GRID_BYTES, r.world_size, 1, inst))
+    unique = list(_predict_blocks(model, blocks))
+    predictions = iter([unique[i] for i in order])
     out: list[NDArray[np.float64]] = []
     for r in requests:
         best: NDArray[np.float64] | None = None

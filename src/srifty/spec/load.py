@@ -14,6 +14,7 @@ from srifty.errors import CatalogError, SpecError, did_you_mean
 from srifty.spec.model import (
     FIELD_EXPECTATIONS,
     REQUIRED_EXAMPLES,
+    CandidateFilter,
     CandidateSpec,
     JobSpec,
     ModelSpec,
@@ -27,6 +28,7 @@ _MODELS_BY_PATH: dict[str, type[BaseModel]] = {
     "model": ModelSpec,
     "overheads": OverheadSpec,
     "candidates": CandidateSpec,
+    "filter": CandidateFilter,
     "emulation": ScenarioSpec,
     "emulation.preemptions": PreemptionSpec,
 }
@@ -95,8 +97,8 @@ def spec_from_mapping(data: Any, source: str = "spec") -> JobSpec:
     """
     if data is None:
         raise SpecError(
-            f"{source} is empty. A job spec needs model, global_batch, iterations, goal, region and "
-            "candidates; see the files in examples/."
+            f"{source} is empty. A job spec needs at least model, global_batch, iterations and goal; see the "
+            "files in examples/."
         )
     if not isinstance(data, dict):
         raise SpecError(f"{source} must be a YAML mapping of fields, got a {type(data).__name__}.")
@@ -112,21 +114,39 @@ def spec_from_mapping(data: Any, source: str = "spec") -> JobSpec:
 
 
 def check_against_catalog(spec: JobSpec, catalog: Catalog, source: str = "spec") -> None:
-    """Check that every candidate exists in the spec's cloud and region, on its market and zone.
+    """Check that the spec's regions, zones, GPU filter and quota keys exist in its clouds, and that every
+    listed candidate exists there on its market and zone.
 
     Raises:
-        SpecError: naming the candidate and the closest valid names.
+        SpecError: naming the field and the closest valid names.
     """
+    _check_places(spec, catalog, source)
+    if spec.auto_candidates:
+        _check_auto(spec, catalog, source)
+        return
     for index, cand in enumerate(spec.candidates):
         where = f"{source}: candidates[{index}]"
+        region = cand.region or spec.region
+        clouds = (cand.cloud,) if cand.cloud else spec.search_clouds
+        if region is None:
+            offered = [t for t in catalog.instance_types if t.name == cand.instance_type and t.cloud in clouds]
+            if not offered:
+                try:
+                    catalog.get(cand.instance_type, cloud=clouds[0] if len(clouds) == 1 else None)
+                except CatalogError as err:
+                    raise SpecError(f"{where}.instance_type: {err}") from None
+                raise SpecError(f"{where}.instance_type: {cand.instance_type} is not offered in {', '.join(clouds)}.")
+            if cand.zone is not None and not any(cand.zone in t.zones for t in offered):
+                raise SpecError(f"{where}.zone: no region offers {cand.instance_type} in zone '{cand.zone}'.")
+            continue
         try:
-            instance = catalog.get(cand.instance_type, region=spec.region, cloud=spec.cloud)
+            instance = catalog.get(cand.instance_type, region=region, cloud=clouds[0] if len(clouds) == 1 else None)
         except CatalogError as err:
             raise SpecError(f"{where}.instance_type: {err}") from None
         if cand.market == "spot" and not instance.has_spot:
-            raise SpecError(f"{where}: {cand.instance_type} has no spot market in {spec.region}; use on_demand.")
+            raise SpecError(f"{where}: {cand.instance_type} has no spot market in {region}; use on_demand.")
         if cand.market == "on_demand" and not instance.has_on_demand:
-            raise SpecError(f"{where}: {cand.instance_type} has no on-demand price in {spec.region}; use spot.")
+            raise SpecError(f"{where}: {cand.instance_type} has no on-demand price in {region}; use spot.")
         if cand.zone is not None:
             try:
                 instance.price_usd_per_hour(cand.market, cand.zone)
@@ -134,7 +154,48 @@ def check_against_catalog(spec: JobSpec, catalog: Catalog, source: str = "spec")
                 raise SpecError(f"{where}.zone: {err}") from None
             if cand.market == "on_demand" and instance.zones and cand.zone not in instance.zones:
                 hint = did_you_mean(cand.zone, instance.zones)
-                raise SpecError(f"{where}.zone: '{cand.zone}' is not a zone of {spec.region}.{hint}")
+                raise SpecError(f"{where}.zone: '{cand.zone}' is not a zone of {region}.{hint}")
+
+
+def _check_places(spec: JobSpec, catalog: Catalog, source: str) -> None:
+    """Regions must be regions of the spec's clouds, zones zones of those regions."""
+    clouds = set(spec.search_clouds) | {c.cloud for c in spec.candidates if c.cloud}
+    known_regions = sorted({t.region for t in catalog.instance_types if t.cloud in clouds})
+    field = "regions" if spec.regions else "region"
+    for region in spec.search_regions:
+        if region not in known_regions and spec.auto_candidates:
+            raise SpecError(
+                f"{source}: {field}: '{region}' is not a region of {', '.join(sorted(clouds))} in the bundled "
+                f"catalog.{did_you_mean(region, known_regions)} Known regions: {', '.join(known_regions)}."
+            )
+    regions = set(spec.search_regions) or set(known_regions)
+    known_zones = sorted(
+        {z for t in catalog.instance_types if t.cloud in clouds and t.region in regions for z in t.zones}
+    )
+    for zone in spec.zones:
+        if zone not in known_zones:
+            raise SpecError(
+                f"{source}: zones: '{zone}' is not a zone of {', '.join(sorted(regions))} in the bundled catalog."
+                f"{did_you_mean(zone, known_zones)} Known zones: {', '.join(known_zones) or 'none'}."
+            )
+
+
+def _check_auto(spec: JobSpec, catalog: Catalog, source: str) -> None:
+    """GPU names in the filter and type names in ``quota`` must exist in the catalog."""
+    gpus = catalog.gpu_names()
+    lowered = {g.lower() for g in gpus}
+    for gpu in spec.filter.gpus:
+        if gpu.lower() not in lowered:
+            raise SpecError(
+                f"{source}: filter.gpus: unknown GPU '{gpu}'.{did_you_mean(gpu, gpus)} Known GPUs: {', '.join(gpus)}."
+            )
+    names = catalog.names()
+    for name in spec.quota:
+        if name not in names:
+            raise SpecError(
+                f"{source}: quota: unknown instance type '{name}'.{did_you_mean(name, names)} "
+                "Run `srifty catalog list` to see every type."
+            )
 
 
 def check_emulation(spec: JobSpec, source: str = "spec") -> None:
@@ -143,7 +204,7 @@ def check_emulation(spec: JobSpec, source: str = "spec") -> None:
     Raises:
         SpecError: naming the preemption and the candidates.
     """
-    if spec.emulation is None:
+    if spec.emulation is None or spec.auto_candidates:
         return
     candidates = {(c.instance_type, c.market) for c in spec.candidates}
     for index, event in enumerate(spec.emulation.preemptions):

@@ -2,7 +2,9 @@
 
 A spec says which model to train, with what global batch and for how many iterations, what to optimise
 (``min_time`` or ``min_cost``) under which deadline and budget, and which instance types (with market and
-quota) may be rented. Units are in the field names.
+quota) may be rented: a list of candidates, or ``candidates: auto`` (the default) for every GPU type of the
+bundled catalog in the chosen clouds and regions, narrowed by ``filter`` and capped by ``default_quota`` and
+``quota``. Units are in the field names.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ SPEC_SCHEMA_VERSION = 1
 
 Goal = Literal["min_time", "min_cost"]
 Precision = Literal["fp32", "bf16", "fp16"]
+Cloud = Literal["aws", "gcp", "azure"]
+
+#: VMs of each (instance type, market) that ``candidates: auto`` may rent unless ``quota`` says otherwise.
+DEFAULT_QUOTA = 8
 
 
 def _market_alias(value: Any) -> Any:
@@ -75,12 +81,32 @@ class ModelSpec(_Strict):
 
 
 class CandidateSpec(_Strict):
-    """One instance type the planner may rent, on one market, at most ``quota`` VMs of it."""
+    """One instance type the planner may rent, on one market, at most ``quota`` VMs of it.
+
+    ``region`` and ``cloud`` pin it to one region or cloud (default: every region of the spec's clouds and
+    regions where the catalog offers it, with ``quota`` VMs in each); ``zone`` pins it to one zone.
+    """
 
     instance_type: str = Field(min_length=1)
     market: Market = "on_demand"
     quota: PositiveInt = Field(le=MAX_QUOTA)
     zone: str | None = None
+    region: str | None = Field(default=None, min_length=1)
+    cloud: Cloud | None = None
+
+
+class CandidateFilter(_Strict):
+    """Which catalog types ``candidates: auto`` considers (every GPU type when empty).
+
+    Attributes:
+        gpus: GPU names (as in ``srifty catalog list``, case-insensitive); empty keeps every GPU.
+        max_gpus_per_vm: drop types with more GPUs per VM.
+        market: ``spot`` (spot only) or ``on_demand`` (on-demand only); absent keeps both.
+    """
+
+    gpus: tuple[str, ...] = ()
+    max_gpus_per_vm: PositiveInt | None = None
+    market: Market | None = None
 
 
 class OverheadSpec(_Strict):
@@ -127,9 +153,15 @@ class JobSpec(_Strict):
     goal: Goal
     deadline_s: PositiveFloat | None = None
     budget_usd: PositiveFloat | None = None
-    cloud: Literal["aws", "gcp", "azure"] = "aws"
-    region: str = Field(min_length=1)
-    candidates: tuple[CandidateSpec, ...] = Field(min_length=1)
+    cloud: Cloud = "aws"
+    clouds: tuple[Cloud, ...] = ()
+    region: str | None = Field(default=None, min_length=1)
+    regions: tuple[str, ...] = ()
+    zones: tuple[str, ...] = ()
+    candidates: tuple[CandidateSpec, ...] = ()
+    default_quota: PositiveInt = Field(default=DEFAULT_QUOTA, le=MAX_QUOTA)
+    quota: dict[str, Annotated[PositiveInt, Field(le=MAX_QUOTA)]] = Field(default_factory=dict)
+    filter: CandidateFilter = CandidateFilter()
     overheads: OverheadSpec = OverheadSpec()
     network_model: Path | None = None
     seed: int = 0
@@ -141,18 +173,59 @@ class JobSpec(_Strict):
         # `model: resnet50` is shorthand for `model: {name: resnet50}`.
         return {"name": value} if isinstance(value, str) else value
 
+    @field_validator("candidates", mode="before")
+    @classmethod
+    def _auto(cls, value: Any) -> Any:
+        # `candidates: auto` (or no candidates at all) lets the planner choose from the catalog: stored as ().
+        if isinstance(value, str) and value.strip() == "auto":
+            return ()
+        if isinstance(value, list | tuple) and not value:
+            raise ValueError("candidates is an empty list; list at least one, or write `candidates: auto`")
+        return value
+
     @model_validator(mode="after")
     def _candidates_distinct(self) -> JobSpec:
-        seen: set[tuple[str, str]] = set()
+        if not self.candidates:
+            return self
+        seen: set[tuple[str, str, str | None, str | None]] = set()
         for cand in self.candidates:
-            key = (cand.instance_type, cand.market)
+            key = (cand.instance_type, cand.market, cand.region, cand.cloud)
             if key in seen:
                 raise ValueError(
                     f"candidate {cand.instance_type} ({cand.market}) is listed twice; "
                     "merge the entries into one with the total quota"
                 )
             seen.add(key)
+        auto_only = sorted({"default_quota", "quota", "filter"} & self.model_fields_set)
+        if auto_only:
+            raise ValueError(
+                f"{', '.join(auto_only)} only apply to `candidates: auto`; with a list of candidates, give each "
+                "candidate its own quota"
+            )
         return self
+
+    @model_validator(mode="after")
+    def _one_way_to_name_places(self) -> JobSpec:
+        if self.region is not None and self.regions:
+            raise ValueError("give either `region` or `regions`, not both")
+        if self.clouds and "cloud" in self.model_fields_set:
+            raise ValueError("give either `cloud` or `clouds`, not both")
+        return self
+
+    @property
+    def auto_candidates(self) -> bool:
+        """Whether the planner chooses the candidates from the catalog (``candidates: auto``, stored as ``()``)."""
+        return not self.candidates
+
+    @property
+    def search_clouds(self) -> tuple[Cloud, ...]:
+        """The clouds to plan in: ``clouds``, or the one ``cloud``."""
+        return self.clouds or (self.cloud,)
+
+    @property
+    def search_regions(self) -> tuple[str, ...]:
+        """The regions to plan in (``regions`` or ``region``); empty means every region of the clouds."""
+        return self.regions or ((self.region,) if self.region else ())
 
     def resolve_paths(self, base: Path) -> JobSpec:
         """A copy whose relative file paths are resolved against ``base`` (the spec's folder)."""
@@ -181,12 +254,23 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "deadline_s": "a positive number of seconds, or absent",
     "budget_usd": "a positive number of US dollars, or absent",
     "cloud": "one of 'aws', 'gcp', 'azure'",
+    "clouds": "a list of clouds among 'aws', 'gcp', 'azure'",
     "region": "a region name such as us-east-1",
-    "candidates": "a non-empty list of {instance_type, market, quota}",
+    "regions": "a list of region names such as [us-east-1, us-west-2]",
+    "zones": "a list of availability zone names such as [use1-az4]",
+    "candidates": "`auto`, or a non-empty list of {instance_type, market, quota}",
     "candidates.instance_type": "an instance type name from the catalog, such as g4dn.8xlarge",
     "candidates.market": "one of 'spot', 'on_demand' (also written on-demand)",
     "candidates.quota": f"a positive integer up to {MAX_QUOTA:,} (the most VMs of this type you may rent)",
     "candidates.zone": "an availability zone name",
+    "candidates.region": "a region name such as us-east-1",
+    "candidates.cloud": "one of 'aws', 'gcp', 'azure'",
+    "default_quota": f"a positive integer up to {MAX_QUOTA:,} (VMs per type and market for `candidates: auto`)",
+    "quota": f"a mapping of instance type to a positive number of VMs up to {MAX_QUOTA:,}, e.g. {{p3.8xlarge: 4}}",
+    "filter": "a mapping with gpus, max_gpus_per_vm and market",
+    "filter.gpus": "a list of GPU names such as [T4, A10G]",
+    "filter.max_gpus_per_vm": "a positive integer",
+    "filter.market": "one of 'spot', 'on_demand' (also written on-demand)",
     "overheads": "a mapping with vm_launch_s and checkpoint_restore_s",
     "overheads.vm_launch_s": "a number of seconds >= 0",
     "overheads.checkpoint_restore_s": "a number of seconds >= 0",
@@ -206,8 +290,6 @@ REQUIRED_EXAMPLES: dict[str, str] = {
     "global_batch": "global_batch: 1024",
     "iterations": "iterations: 1000",
     "goal": "goal: min_time",
-    "region": "region: us-east-1",
-    "candidates": "candidates: [{instance_type: g4dn.8xlarge, market: spot, quota: 16}]",
     "candidates.instance_type": "instance_type: g4dn.8xlarge",
     "candidates.quota": "quota: 16",
 }

@@ -2,6 +2,11 @@
 
 ``"4xg4dn.12xlarge@64,2xp3.8xlarge@128"`` is four g4dn.12xlarge VMs and two p3.8xlarge VMs; the local
 batch is per GPU, so each g4dn.12xlarge (4 GPUs) processes 4 × 64 samples per iteration.
+
+A configuration lives in one region of one cloud, and its spot VMs in one zone (a data-parallel job wants
+its VMs together): ``Config.zone`` names that zone, and every spot group is priced there. A configuration
+without a zone is priced in the cheapest zone that offers all of its spot groups, never at each type's own
+cheapest zone.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class ConfigGroup:
         return self.n_gpus * self.local_batch
 
     def price_usd_per_hour(self, zone: str | None = None) -> float:
-        """What the whole group costs per hour on its market."""
+        """What the whole group costs per hour on its market (spot: in ``zone``, or the type's cheapest zone)."""
         return self.count * self.instance.price_usd_per_hour(self.market, zone)
 
     def notation(self) -> str:
@@ -46,9 +51,11 @@ class ConfigGroup:
 
 @dataclass(frozen=True)
 class Config:
-    """One candidate configuration: one or more groups (at most one per instance type and market)."""
+    """One candidate configuration: one or more groups (at most one per instance type and market), all in one
+    region of one cloud; ``zone`` is where its spot VMs run (``None``: not placed yet, see :meth:`spot_zone`)."""
 
     groups: tuple[ConfigGroup, ...]
+    zone: str | None = None
 
     def __post_init__(self) -> None:
         if not self.groups:
@@ -56,6 +63,41 @@ class Config:
         for group in self.groups:
             if group.count < 1 or group.local_batch < 1:
                 raise SpecError(f"{group.notation()}: count and local batch must be at least 1")
+        places = {(g.instance.cloud, g.instance.region) for g in self.groups}
+        if len(places) > 1:
+            listed = ", ".join(f"{c} {r}" for c, r in sorted(places))
+            raise SpecError(f"{self.notation()} spans {listed}; a configuration runs in one region of one cloud")
+
+    @property
+    def cloud(self) -> str:
+        """The cloud every group runs in."""
+        return self.groups[0].instance.cloud
+
+    @property
+    def region(self) -> str:
+        """The region every group runs in."""
+        return self.groups[0].instance.region
+
+    def spot_zone(self) -> str | None:
+        """The zone its spot groups are priced in: ``zone`` if placed, else the cheapest zone offering every
+        spot group (``None`` without spot groups).
+
+        Raises:
+            CatalogError: no zone offers all of its spot groups.
+        """
+        if self.zone is not None:
+            return self.zone
+        spot = [g for g in self.groups if g.market == "spot"]
+        if not spot:
+            return None
+        common = set.intersection(*(set(dict(g.instance.spot_usd_per_hour_by_zone)) for g in spot))
+        if not common:
+            names = ", ".join(g.instance.name for g in spot)
+            raise CatalogError(
+                f"no zone of {self.region} offers all of {names} on the spot market; a configuration's spot VMs "
+                "run in one zone, so these types cannot be combined there"
+            )
+        return min(sorted(common), key=lambda z: sum(g.price_usd_per_hour(z) for g in spot))
 
     @property
     def world_size(self) -> int:
@@ -73,12 +115,34 @@ class Config:
         return sum(g.samples_per_iteration for g in self.groups)
 
     def price_usd_per_hour(self) -> float:
-        """Cost of the whole configuration per hour."""
-        return sum(g.price_usd_per_hour() for g in self.groups)
+        """Cost of the whole configuration per hour, every spot group priced in :meth:`spot_zone`."""
+        return sum(self.group_prices_usd_per_hour())
+
+    def group_prices_usd_per_hour(self) -> list[float]:
+        """What each group costs per hour, spot groups priced in :meth:`spot_zone`."""
+        zone = self.spot_zone()
+        return [g.price_usd_per_hour(zone if g.market == "spot" else None) for g in self.groups]
+
+    def placed(self, zone: str | None) -> Config:
+        """This configuration with its spot VMs in ``zone`` (unchanged when it already has a zone)."""
+        return self if self.zone is not None or zone is None else Config(self.groups, zone)
+
+    def where(self) -> str:
+        """``"aws us-east-1 use1-az4"``: cloud, region and (when placed) zone."""
+        return " ".join(part for part in (self.cloud, self.region, self.zone) if part)
 
     def notation(self) -> str:
-        """``"4xg4dn.12xlarge@64,2xp3.8xlarge@128"``."""
+        """``"4xg4dn.12xlarge@64,2xp3.8xlarge@128"`` (the placement is not part of it: see :meth:`where`)."""
         return ",".join(g.notation() for g in self.groups)
+
+    def tagged(self) -> str:
+        """The notation with each group's market, ``"4xg4dn.12xlarge@64[spot]"`` (:func:`parse_config` reads it)."""
+        return ",".join(f"{g.notation()}[{g.market}]" for g in self.groups)
+
+    @property
+    def key(self) -> tuple[str, str, str, str | None]:
+        """What tells two configurations apart: markets, cloud, region and zone as well as the notation."""
+        return (self.tagged(), self.cloud, self.region, self.zone)
 
     def __str__(self) -> str:
         return self.notation()
@@ -90,8 +154,9 @@ def parse_config(
     cloud: str = "aws",
     catalog: Catalog | None = None,
     markets: dict[str, Market] | None = None,
+    zone: str | None = None,
 ) -> Config:
-    """Parse ``"4xg4dn.12xlarge@64,2xp3.8xlarge@128"`` against the catalog.
+    """Parse ``"4xg4dn.12xlarge@64,2xp3.8xlarge@128"`` against the catalog, its spot VMs in ``zone`` if given.
 
     A group may name its market as ``2xp3.8xlarge@128[spot]``; otherwise ``markets[type]`` or on-demand.
 
@@ -115,7 +180,7 @@ def parse_config(
             raise SpecError(f"config group '{part.strip()}': {err}") from None
         chosen: Market = market or (markets or {}).get(name, "on_demand")  # type: ignore[assignment]
         groups.append(ConfigGroup(instance, count, batch, chosen))
-    return Config(tuple(groups))
+    return Config(tuple(groups), zone)
 
 
 def make_config(
