@@ -8,15 +8,21 @@ measurement lock on a shared machine.
 
     flock /tmp/srifty-measure.lock python -m benchmarks.emulated_cloud cases
     flock /tmp/srifty-measure.lock python -m benchmarks.emulated_cloud accuracy
+
+``--before DIR`` (a folder with an earlier run's ``cases.csv`` / ``accuracy.csv``, as ``srifty eval`` writes
+them) adds srifty's figures of that run beside this one's.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.evaluate import AccuracySettings, CaseSettings, run_accuracy, run_cases, save_accuracy, save_cases
@@ -52,7 +58,46 @@ def _cloud_lines(cloud: dict[str, object]) -> list[str]:
     ]
 
 
-def cases(seed: int) -> None:
+def cases_before_after(before: Path, after: Path) -> list[str]:
+    """srifty's choice and ratio to the optimum per case, in an earlier run and in this one."""
+    old, new = (pd.read_csv(p / "cases.csv") for p in (before, after))
+    lines = ["| case | before: srifty's choice | ratio | after: srifty's choice | ratio |", "|---|---|---|---|---|"]
+    summary = []
+    for frame in (old, new):
+        mine = frame[frame["method"] == "srifty"]
+        ratios = mine["ratio_to_optimum"].dropna()
+        within = int((ratios <= 1.05).sum())
+        geo = math.exp(float(ratios.map(math.log).mean())) if len(ratios) else float("nan")
+        summary.append(f"within 5 % in {within} of {len(ratios)}, geometric-mean ratio {geo:.3f}")
+    for case in sorted(set(new["case"])):
+        row = [case]
+        for frame in (old, new):
+            hit = frame[(frame["case"] == case) & (frame["method"] == "srifty")]
+            ratio = hit["ratio_to_optimum"].iloc[0] if len(hit) else float("nan")
+            row += [str(hit["config"].iloc[0]) if len(hit) else "—", "—" if pd.isna(ratio) else f"{ratio:.3f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    return [
+        f"Before and after issue #14 (srifty only; before: `{_rel(before)}`): before {summary[0]}; after {summary[1]}.",
+        "",
+        *lines,
+    ]
+
+
+def accuracy_before_after(before: Path, after: Path) -> list[str]:
+    """srifty's and APM's MAPE overall and per world size, in an earlier run and in this one."""
+    old, new = (pd.read_csv(p / "accuracy.csv") for p in (before, after))
+    lines = ["| group | before: srifty | after: srifty | before: APM | after: APM |", "|---|---|---|---|---|"]
+    groups = [("overall", None)] + [(f"world size {w}", w) for w in sorted(new["world_size"].unique())]
+    for label, world in groups:
+        cells = [label]
+        parts = [f if world is None else f[f["world_size"] == world] for f in (old, new)]
+        for key in ("srifty_error", "apm_error"):
+            cells += [f"{100 * part[key].abs().mean():.1f}%" for part in parts]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [f"Before and after issue #14 (before: `{_rel(before)}`):", "", *lines]
+
+
+def cases(seed: int, before: Path | None = None) -> None:
     """Run the case studies and write their section."""
     specs = sorted((ROOT / "examples").glob("case*.yaml"))
     started = time.perf_counter()
@@ -106,7 +151,7 @@ def cases(seed: int) -> None:
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
 
 
-def accuracy(seed: int) -> None:
+def accuracy(seed: int, before: Path | None = None) -> None:
     """Run the accuracy grid and write its section."""
     started = time.perf_counter()
     run = run_accuracy(AccuracySettings(seed=seed, profile_dirs=(SOURCES,)), lambda m: print(m, flush=True))
@@ -142,6 +187,8 @@ def accuracy(seed: int) -> None:
     ]
     if run.skipped:
         body += ["", "Skipped: " + "; ".join(run.skipped) + "."]
+    if before is not None:
+        body += ["", *accuracy_before_after(before, RESULTS)]
     write_section(ACCURACY_SECTION, "\n".join(body))
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
 
@@ -170,8 +217,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=("cases", "accuracy"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--before", type=Path, default=None, help="an earlier run's folder of cases/accuracy CSVs")
     args = parser.parse_args()
-    (cases if args.what == "cases" else accuracy)(args.seed)
+    (cases if args.what == "cases" else accuracy)(args.seed, args.before)
 
 
 if __name__ == "__main__":

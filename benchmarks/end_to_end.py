@@ -101,6 +101,10 @@ class ScaledBandwidth:
     def predict_busbw_bytes_per_s(self, frame):  # type: ignore[no-untyped-def]
         return np.asarray(self.model.predict_busbw_bytes_per_s(frame)) / self.scale
 
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        """Anything else the model offers (its spread is in ratios, which the scale does not change)."""
+        return getattr(self.__dict__["model"], name)
+
 
 def make_cgroup(name: str, quota: float) -> Path:
     """A CPU-quota cgroup (v1) of this run, ``quota`` cores."""

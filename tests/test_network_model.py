@@ -138,9 +138,11 @@ def test_world_size_extrapolation_is_monotone_and_bounded(fitted: BandwidthModel
 
 
 def test_link_fraction_target_scales_to_unmeasured_ratings(fitted: BandwidthModel) -> None:
-    query = pd.DataFrame({"size_bytes": [2**24] * 2, "world_size": [4] * 2, "rated_network_gbps": [50.0, 100.0]})
+    query = pd.DataFrame({"size_bytes": [2**30] * 2, "world_size": [4] * 2, "rated_network_gbps": [50.0, 100.0]})
     low, high = fitted.predict_busbw_bytes_per_s(query)
-    assert high == pytest.approx(2 * low, rel=1e-6)  # 100 Gbps was never probed: same fraction of link
+    # 100 Gbps was never probed: a large message reaches the same fraction of the link (the reference's
+    # latency term, α/(bytes/link), is below 1 % of the time at 1 GiB)
+    assert high == pytest.approx(2 * low, rel=0.02)
 
 
 def test_save_load_gives_identical_predictions(fitted: BandwidthModel, frame: pd.DataFrame, tmp_path: Path) -> None:

@@ -81,3 +81,10 @@ def test_grouped_folds_are_seeded() -> None:
 def test_mape() -> None:
     assert mape([100.0, 200.0], [110.0, 150.0]) == pytest.approx((0.1 + 0.25) / 2)
     assert mape([100.0, 200.0], [110.0, 150.0], weights=[1.0, 0.0]) == pytest.approx(0.1)
+
+
+def test_decay_counts_age_from_the_newest_row_of_each_group() -> None:
+    stamps = np.array([0.0, 10 * DAY_S, 0.0, 5 * DAY_S])
+    w = decay_weights(stamps, 10 * DAY_S, groups=["p5", "p5", "g4dn", "g4dn"])
+    # p5's old row is a half-life older than p5's newest; g4dn's rows are compared with g4dn's newest only
+    assert w.tolist() == pytest.approx([0.5, 1.0, 0.5**0.5, 1.0])

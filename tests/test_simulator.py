@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SpecError
 from srifty.sim import SimOptions, Simulator, simulate
-from srifty.vocab import make_config, parse_config
+from srifty.vocab import Config, make_config, parse_config
 from tests.factories import ConstantBusBandwidth, instance, synthetic_profile
 
 FAST_NET = ConstantBusBandwidth(1e12)
@@ -116,3 +117,57 @@ def test_single_multi_gpu_vm_uses_the_intra_node_link() -> None:
     two_vms = config_busbw_bytes_per_s(net, [2.0**26], 8, 2, [p3])
     assert one_vm[0] == pytest.approx(0.5 * p3.gpu.link_bytes_per_s_per_gpu * INTRA_NODE_EFFICIENCY)
     assert two_vms[0] == pytest.approx(1e9)
+
+
+class SpreadBusBandwidth(ConstantBusBandwidth):
+    """Constant bus bandwidth that also says how far off it tends to be: log-normal with ``sigma``."""
+
+    def __init__(self, busbw_bytes_per_s: float, sigma: float) -> None:
+        super().__init__(busbw_bytes_per_s)
+        self.sigma = sigma
+
+    def residual_quantiles(self, frame, levels):  # type: ignore[no-untyped-def]
+        from scipy.stats import norm
+
+        return np.tile(norm.ppf(np.asarray(levels)) * self.sigma, (len(frame), 1))
+
+
+def comm_bound() -> tuple[Profile, Config]:
+    profile = synthetic_profile(cv=0.0, param_mib=(50.0,) * 4)
+    return profile, make_config([(instance(), 8, 8)])
+
+
+def test_communication_time_is_sampled_from_the_models_spread() -> None:
+    profile, config = comm_bound()
+    fixed = simulate(config, {"T4": profile}, ConstantBusBandwidth(1e8), iters=400, rng=4)
+    narrow = simulate(config, {"T4": profile}, SpreadBusBandwidth(1e8, 0.05), iters=400, rng=4)
+    wide = simulate(config, {"T4": profile}, SpreadBusBandwidth(1e8, 0.4), iters=400, rng=4)
+    assert fixed.iter_std_s == pytest.approx(0.0, abs=1e-12)  # no compute noise, no network spread
+    assert 0 < narrow.iter_std_s < wide.iter_std_s
+    # centred on the model's prediction: the median iteration is the fixed one
+    assert narrow.iter_p50_s == pytest.approx(fixed.iter_p50_s, rel=0.02)
+    assert wide.iter_p50_s == pytest.approx(fixed.iter_p50_s, rel=0.05)
+    assert wide.iter_p95_s > 1.3 * fixed.iter_p95_s
+    again = simulate(config, {"T4": profile}, SpreadBusBandwidth(1e8, 0.4), iters=400, rng=4)
+    assert again == wide
+
+
+def test_net_spread_scale_zero_keeps_communication_as_predicted() -> None:
+    _, config = comm_bound()
+    fixed = simulate(config, {"T4": synthetic_profile(cv=0.1)}, ConstantBusBandwidth(1e8), iters=50, rng=2)
+    off = simulate(
+        config, {"T4": synthetic_profile(cv=0.1)}, SpreadBusBandwidth(1e8, 0.4), iters=50, rng=2, net_spread_scale=0.0
+    )
+    assert off == fixed
+
+
+def test_a_model_that_learned_single_vms_answers_for_them() -> None:
+    from srifty.catalog import load_catalog
+    from srifty.sim.netquery import config_busbw_bytes_per_s
+
+    class KnowsNvlink(ConstantBusBandwidth):
+        predicts_intra_node = True
+
+    p3 = load_catalog().get("p3.8xlarge", region="us-east-1")
+    one_vm = config_busbw_bytes_per_s(KnowsNvlink(3e10), [2.0**26], 4, 1, [p3])
+    assert one_vm[0] == pytest.approx(3e10)  # the model's own answer, not the datasheet × 0.85

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.table import Table
 
@@ -76,6 +77,9 @@ def probe(
         err.print(f"appended {written} rows to {out_path}")
 
 
+BASES = ("none", "public", "default")
+
+
 def fit_net(
     datasets: Annotated[list[Path], typer.Argument(help="Probe files (.parquet from srifty probe, or .csv).")],
     out_path: Annotated[
@@ -84,17 +88,30 @@ def fit_net(
     mtu_bytes: Annotated[int, typer.Option(help="Split between the small- and large-message models.")] = 9001,
     trials: Annotated[int, typer.Option(help="Optuna trials per model; 0 uses default hyperparameters.")] = 40,
     folds: Annotated[int, typer.Option(help="Cross-validation folds, grouped by allocation.")] = 5,
-    half_life_days: Annotated[float, typer.Option(help="Probes this old weigh half; 0 for no decay.")] = 30.0,
+    half_life_days: Annotated[
+        float, typer.Option(help="Probes this much older than their type's newest weigh half; 0: no decay.")
+    ] = 30.0,
     target: Annotated[str, typer.Option(help="auto, link_fraction (busbw / rated link) or busbw.")] = "auto",
+    base: Annotated[
+        str,
+        typer.Option(
+            help="Embedded rows to fit beside yours: none; public (nccl-tests tables of p4d, p5, DGX, …); "
+            "default (those and the emulated-testbed probes)."
+        ),
+    ] = "none",
     seed: Annotated[int, typer.Option(help="Seeds folds, tuner and XGBoost.")] = 0,
     jobs: Annotated[int | None, typer.Option(help="XGBoost threads (default: all cores).")] = None,
 ) -> None:
-    """Fit the bus-bandwidth model (XGBoost, split at the MTU) from probe files."""
+    """Fit the bus-bandwidth model (XGBoost, split at the MTU, smooth in size, with intervals) from probe files."""
+    import pandas as pd
+
     from srifty.network.dataset import file_fingerprint, read_probes, validate_frame
     from srifty.network.model import SECONDS_PER_DAY, TARGETS, BandwidthModel
 
     if target not in TARGETS:
         raise NetModelError(f"--target must be one of {', '.join(TARGETS)}, got '{target}'.")
+    if base not in BASES:
+        raise NetModelError(f"--base must be one of {', '.join(BASES)}, got '{base}'.")
     if not half_life_days >= 0:  # catches NaN as well
         raise NetModelError(f"--half-life-days must be ≥ 0 (0: no decay), got {half_life_days}.")
     for dataset in datasets:  # rows a model cannot learn from are named by their file
@@ -103,6 +120,16 @@ def fit_net(
         except NetModelError as error:
             raise NetModelError(f"{dataset}: {error}") from None
     frame = read_probes(datasets)
+    provenance: dict[str, object] = {
+        "datasets": [{"path": str(p), "fingerprint": file_fingerprint(p)} for p in datasets]
+    }
+    if base != "none":
+        from srifty.network.default import load_default_training_set
+        from srifty.network.public import load_public_probes
+
+        embedded = load_public_probes() if base == "public" else load_default_training_set()
+        provenance["base"] = {"rows": len(embedded), "which": base}
+        frame = pd.concat([frame, embedded], ignore_index=True)
     model = BandwidthModel(
         mtu_bytes=mtu_bytes,
         target=target,
@@ -112,7 +139,6 @@ def fit_net(
         seed=seed,
         n_jobs=jobs,
     )
-    provenance = {"datasets": [{"path": str(p), "fingerprint": file_fingerprint(p)} for p in datasets]}
     with err.status(f"fitting on {len(frame)} rows ({trials} trials per model)…"):
         model.fit(frame, provenance=provenance)
     paths = model.save(out_path)
@@ -123,18 +149,21 @@ def fit_net(
         "allocations",
         "CV MAPE (held-out allocations)",
         "train MAPE",
+        "80 % interval (probed)",
         "objective",
     ):
         table.add_column(column)
     for side, label in (("small", f"≤ {mtu_bytes} B"), ("large", f"> {mtu_bytes} B")):
         m = model.metrics_[side]
         cv = m["cv_mape"]
+        low, high = model.quantiles_[side].at(np.array(["probed"]), [0.1, 0.9])[0]
         table.add_row(
             label,
             str(m["n_rows"]),
             str(m["n_allocations"]),
             "—" if cv is None else f"{100 * cv:.1f} %",
             f"{100 * m['train_mape']:.1f} %",
+            f"{100 * np.expm1(low):+.0f} % / {100 * np.expm1(high):+.0f} %",
             model.params_[side]["objective"],
         )
     out.print(table)

@@ -161,6 +161,19 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None, show_pr
         out.print(sources)
     for gpu, command in sorted((estimated_hints or {}).items()):
         out.print(styled("yellow", f"{gpu} is estimated", f"; to measure it instead: {command}"))
+    show_network_sources(plan.network_sources)
+
+
+def show_network_sources(notes: dict[str, str]) -> None:
+    """Per instance type, where the network figures come from (probed or not, and how far off)."""
+    if not notes:
+        return
+    table = Table(title="network figures (64 MiB allreduce)")
+    table.add_column("instance type")
+    table.add_column("source")
+    for name, note in sorted(notes.items()):
+        table.add_row(name, note if "not probed" not in note else f"[yellow]{note}[/yellow]")
+    out.print(table)
 
 
 def plan_command(
@@ -297,3 +310,4 @@ def simulate_command(
     for warning in inputs.warnings:
         err.print(styled("yellow", "warning:", f" {warning}"), soft_wrap=True)
     out.print(f"bandwidth model: {inputs.net_source}")
+    show_network_sources(inputs.net_notes)

@@ -1,8 +1,13 @@
-"""The embedded default probe set and bandwidth model, measured on the network testbed.
+"""The embedded default bandwidth model and the probes it was fitted on.
 
-``plan`` uses them when the user has no probes of their own. ``data/README.md`` says how, where and
-with which command they were measured; it is an emulation of cloud links on one machine, not a cloud
-measurement.
+``plan`` uses the model when the user has no probes of their own. It is fitted on two sources, each
+described in ``data/README.md``:
+
+* probes measured on srifty's emulated testbed (real gloo allreduce between network namespaces on one
+  machine, links shaped with ``tc`` to 1/50 of four AWS families' ratings): an emulation, not a cloud;
+* public nccl-tests and torch.distributed allreduce sweeps on real clusters (AWS EFA p4d/p4de/p5/p6,
+  g4dn.metal; DGX systems on InfiniBand and RoCE; single 8-GPU NVLink nodes), transcribed from their
+  sources (:mod:`srifty.network.public`); nothing there was measured by srifty.
 """
 
 from __future__ import annotations
@@ -18,6 +23,11 @@ from srifty.network.model import BandwidthModel
 
 DEFAULT_PROBES_FILE = "testbed-probes.parquet"
 DEFAULT_MODEL_FILE = "default-net.json"
+#: Where the default model's numbers come from, for plans to say.
+DEFAULT_MODEL_SOURCE = (
+    "embedded default: emulated-testbed gloo probes (g4dn/g5 families at 1/50 scale) and public nccl-tests "
+    "sweeps on real clusters (AWS EFA p4d/p4de/p5/p6-b200, g4dn.metal; DGX on InfiniBand/RoCE; NVLink nodes)"
+)
 
 
 def _data_file(name: str) -> Path:
@@ -30,15 +40,24 @@ def _data_file(name: str) -> Path:
 
 
 def default_probes_path() -> Path:
-    """Path of the embedded probe set (Parquet)."""
+    """Path of the embedded testbed probe set (Parquet)."""
     return _data_file(DEFAULT_PROBES_FILE)
 
 
 def load_default_probes() -> pd.DataFrame:
-    """The embedded probe set: real gloo allreduce on the network testbed, in represented (cloud) units."""
+    """The embedded testbed probe set: real gloo allreduce on the emulated testbed, in represented (cloud)
+    units."""
     return read_probes(default_probes_path())
 
 
+def load_default_training_set() -> pd.DataFrame:
+    """Every row the default model is fitted on: the testbed probes, then the public tables marked
+    ``train`` (with their extra columns; NaN for the testbed rows)."""
+    from srifty.network.public import load_public_probes
+
+    return pd.concat([load_default_probes(), load_public_probes()], ignore_index=True)
+
+
 def load_default_model() -> BandwidthModel:
-    """The embedded bandwidth model, fitted on :func:`load_default_probes`. Loaded afresh on each call."""
+    """The embedded bandwidth model, fitted on :func:`load_default_training_set`. Loaded afresh on each call."""
     return BandwidthModel.load(_data_file(DEFAULT_MODEL_FILE.replace(".json", ".meta.json")))

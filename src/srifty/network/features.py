@@ -1,17 +1,26 @@
-"""Feature matrices for the bandwidth model, and the physical cap on bus bandwidth.
+"""Feature matrices for the bandwidth model, the links a transfer crosses, and the cap on bus bandwidth.
 
 Numeric features are read as float; a column missing from a prediction frame, or a missing value in
 it, is filled with the value recorded at fit time (one transfer and one GPU per node where those are
 missing, else the training set's median), so a caller that knows less than the training set still gets
-an answer. Categorical features (location, by default) are
-coded against the categories seen at fit time; unseen values become missing, which XGBoost routes down
-each split's learned default branch.
+an answer. Categorical features (backend and location, by default) are coded against the categories seen
+at fit time; a missing value takes the category the row's instance type was probed with (the planner does
+not say "nccl" or "gloo": it asks about the instance type as it was measured), else the training set's
+most common one; values never seen become missing, which XGBoost routes down each split's default branch.
+
+Two columns are derived rather than read (see :func:`link_gbps`): ``n_nodes`` (from the world size where
+absent) and ``link_gbps``, the rating of the link that bounds a transfer: the provider's network rating
+between VMs, or, for ranks that all sit in one multi-GPU VM, the GPUs' intra-node link per direction
+(NVLink or PCIe, from the catalog's GPU datasheets by the row's ``gpu`` name, or the row's own
+``intra_node_link_gbps``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -20,18 +29,21 @@ import pandas as pd
 
 from srifty.units import gbps_to_bytes_per_s
 
-#: Numeric features of the paper's dataset that carry physics: message size, ranks, nodes, GPUs per
-#: node, concurrent transfers and the provider's rated link.
+#: Numeric features that carry physics: message size, ranks, nodes, GPUs per node, concurrent transfers
+#: and the rating of the link the transfer crosses (derived, see :func:`link_gbps`).
 DEFAULT_NUMERIC_FEATURES = (
     "size_bytes",
     "world_size",
     "n_nodes",
     "gpus_per_node",
     "n_concurrent",
-    "rated_network_gbps",
+    "link_gbps",
 )
-#: The paper's location features; dropped at fit time where the training set has a single value.
-DEFAULT_CATEGORICAL_FEATURES = ("cloud", "region", "zone")
+#: The collective's backend (nccl, gloo) and the paper's location features; each is dropped at fit time
+#: where the training set has a single value.
+DEFAULT_CATEGORICAL_FEATURES = ("backend", "cloud", "region", "zone")
+#: Columns computed from others rather than read (``n_nodes`` is read where present).
+DERIVED_FEATURES = ("n_nodes", "link_gbps")
 
 #: Fill values with a physical meaning for a prediction frame that lacks the column: one transfer at a
 #: time, one GPU per node. Other numeric features fall back to the training set's median.
@@ -42,8 +54,10 @@ NATURAL_FILL: Mapping[str, float] = {"n_concurrent": 1.0, "gpus_per_node": 1.0}
 #: flat, never rising.
 MONOTONE_SIGNS: Mapping[str, int] = {"world_size": -1, "n_nodes": -1, "n_concurrent": -1}
 
+FloatArray = npt.NDArray[np.float64]
 
-def n_nodes_of(frame: pd.DataFrame) -> npt.NDArray[np.float64]:
+
+def n_nodes_of(frame: pd.DataFrame) -> FloatArray:
     """``n_nodes`` from the frame, or ``ceil(world_size / gpus_per_node)`` (1 GPU per node if unknown)."""
     if "n_nodes" in frame.columns:
         values = pd.to_numeric(frame["n_nodes"], errors="coerce").to_numpy(dtype=np.float64)
@@ -54,36 +68,115 @@ def n_nodes_of(frame: pd.DataFrame) -> npt.NDArray[np.float64]:
     return np.ceil(world / np.where(np.isfinite(gpus) & (gpus >= 1), gpus, 1.0))
 
 
-def _column(frame: pd.DataFrame, name: str, fill: float) -> npt.NDArray[np.float64]:
+def _column(frame: pd.DataFrame, name: str, fill: float) -> FloatArray:
     if name not in frame.columns:
         return np.full(len(frame), fill, dtype=np.float64)
     values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
     return np.where(np.isfinite(values), values, fill)
 
 
-def busbw_cap_bytes_per_s(frame: pd.DataFrame) -> npt.NDArray[np.float64]:
-    """The highest bus bandwidth (bytes/s) each row's links allow; ``inf`` where it is not known.
+@cache
+def _datasheet_links_gbps() -> dict[str, float]:
+    """Intra-node link per GPU and direction (Gbps) of every catalog GPU, by upper-case name. The
+    datasheets give NVLink as the total of both directions per GPU, PCIe per direction."""
+    from srifty.catalog.loader import load_gpu_specs
+    from srifty.units import bytes_per_s_to_gbps
+
+    links = {}
+    for name, spec in load_gpu_specs().items():
+        per_direction = spec.link_bytes_per_s_per_gpu / (2.0 if spec.intra_node_link.startswith("nvlink") else 1.0)
+        links[name.upper()] = bytes_per_s_to_gbps(per_direction)
+    return links
+
+
+_VENDOR = re.compile(r"^(NVIDIA|TESLA|GEFORCE|QUADRO)\s+", re.IGNORECASE)
+
+
+def intra_node_link_gbps_of_gpu(gpu: str) -> float:
+    """The intra-node link (Gbps, per GPU and direction) of a GPU named as the catalog names it
+    (``"A100"``) or as torch reports it (``"NVIDIA A100-SXM4-40GB"``); NaN when unknown."""
+    links = _datasheet_links_gbps()
+    name = gpu.strip().upper()
+    while (stripped := _VENDOR.sub("", name)) != name:
+        name = stripped
+    if name in links:
+        return links[name]
+    base = re.split(r"[\s-]", name, maxsplit=1)[0]
+    return links.get(base, float("nan"))
+
+
+def intra_node_link_gbps(frame: pd.DataFrame) -> FloatArray:
+    """Per row: ``intra_node_link_gbps`` where the frame has it, else the datasheet link of its ``gpu``."""
+    given = _column(frame, "intra_node_link_gbps", np.nan)
+    if "gpu" not in frame.columns or np.isfinite(given).all():
+        return given
+    names = frame["gpu"].astype("string").fillna("")
+    looked_up = names.map({n: intra_node_link_gbps_of_gpu(n) for n in names.unique()}).to_numpy(dtype=np.float64)
+    return np.where(np.isfinite(given), given, looked_up)
+
+
+def is_intra_node(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Rows whose ranks all sit in one VM with several GPUs: their traffic never touches the network."""
+    gpus = _column(frame, "gpus_per_node", 1.0)
+    return (n_nodes_of(frame) <= 1) & (gpus > 1)
+
+
+def link_gbps(frame: pd.DataFrame) -> FloatArray:
+    """The rating (Gbps) of the link that bounds each row's transfer: the intra-node link for one
+    multi-GPU VM, the provider's network rating otherwise; NaN where not known."""
+    rated = _column(frame, "rated_network_gbps", np.nan)
+    rated = np.where(rated > 0, rated, np.nan)
+    intra = is_intra_node(frame)
+    if not intra.any():
+        return rated
+    return np.where(intra, intra_node_link_gbps(frame), rated)
+
+
+def hierarchy_factor(frame: pd.DataFrame) -> FloatArray:
+    """How far ``busbw`` may exceed each VM's network link: ``((n−1)/n) / ((N−1)/N)`` over ``N ≥ 2`` VMs
+    of several GPUs each (1 with one GPU per VM), since a hierarchical allreduce moves only
+    ``2·(N−1)/N`` bytes per byte over each VM's link against the ``2·(n−1)/n`` busbw is normalised by.
+    ``inf`` for one VM."""
+    n = frame["world_size"].to_numpy(dtype=np.float64)
+    nodes = n_nodes_of(frame)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(nodes >= 2, ((n - 1.0) / n) / ((nodes - 1.0) / nodes), np.inf)
+
+
+def busbw_cap_bytes_per_s(frame: pd.DataFrame) -> FloatArray:
+    """The highest bus bandwidth (bytes/s) each row's *network* allows; ``inf`` where it is not known.
 
     With one GPU per node every rank's ring traffic crosses its VM's network link, so ``busbw`` is at
     most the rated link. With ``g > 1`` GPUs per node, traffic between GPUs of one VM uses its
     intra-node link (NVLink or PCIe), which the network rating does not describe:
 
     * a single node (``world_size ≤ g``) has no network cap here (``inf``);
-    * across ``N ≥ 2`` nodes a hierarchical allreduce moves only ``2·(N−1)/N`` bytes per byte over each
-      node's link, against the ``2·(n−1)/n`` that ``busbw`` is normalised by, so the cap is the rated
-      link times ``((n−1)/n) / ((N−1)/N)`` (exactly the rated link when ``g = 1``).
+    * across ``N ≥ 2`` nodes the cap is the rated link times :func:`hierarchy_factor` (exactly the rated
+      link when ``g = 1``).
 
     Rows without ``rated_network_gbps`` (missing or NaN) are not capped.
     """
-    if "rated_network_gbps" not in frame.columns:
-        return np.full(len(frame), np.inf)
-    rated = pd.to_numeric(frame["rated_network_gbps"], errors="coerce").to_numpy(dtype=np.float64)
-    n = frame["world_size"].to_numpy(dtype=np.float64)
-    nodes = n_nodes_of(frame)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(nodes >= 2, ((n - 1.0) / n) / ((nodes - 1.0) / nodes), np.inf)
-        cap = gbps_to_bytes_per_s(1.0) * rated * factor
+    rated = _column(frame, "rated_network_gbps", np.nan)
+    cap = gbps_to_bytes_per_s(1.0) * rated * hierarchy_factor(frame)
     return np.where(np.isfinite(rated) & (rated > 0), cap, np.inf)
+
+
+def link_scale_bytes_per_s(frame: pd.DataFrame) -> FloatArray:
+    """What the model's label is a fraction of: the network cap (:func:`busbw_cap_bytes_per_s`) between
+    VMs, the intra-node link (per direction) within one multi-GPU VM; NaN where not known."""
+    cap = busbw_cap_bytes_per_s(frame)
+    intra = gbps_to_bytes_per_s(1.0) * intra_node_link_gbps(frame) if is_intra_node(frame).any() else cap
+    scale = np.where(is_intra_node(frame), intra, cap)
+    return np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)
+
+
+def derived_column(frame: pd.DataFrame, name: str) -> FloatArray | None:
+    """The values of a derived feature (:data:`DERIVED_FEATURES`), or ``None`` for a plain column."""
+    if name == "n_nodes":
+        return n_nodes_of(frame)
+    if name == "link_gbps":
+        return link_gbps(frame)
+    return None
 
 
 @dataclass(frozen=True)
@@ -95,12 +188,15 @@ class FeatureEncoder:
         categorical: categorical feature names, after the numeric ones.
         categories: for each categorical feature, the values seen at fit time (its codes are indices).
         fill: for each numeric feature, the value used where a prediction frame lacks it.
+        category_fill: for each categorical feature, the value used where a prediction frame lacks it:
+            ``{"*": most common value, instance type: the value that type was probed with}``.
     """
 
     numeric: tuple[str, ...]
     categorical: tuple[str, ...] = ()
     categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     fill: Mapping[str, float] = field(default_factory=dict)
+    category_fill: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -116,20 +212,34 @@ class FeatureEncoder:
         """The XGBoost ``monotone_constraints`` string for these features."""
         return "(" + ",".join(str(MONOTONE_SIGNS.get(n, 0)) for n in self.names) + ")"
 
+    def categorical_values(self, frame: pd.DataFrame, name: str) -> pd.Series:
+        """The values of categorical feature ``name``, missing ones filled (see :attr:`category_fill`)."""
+        fills = self.category_fill.get(name, {})
+        values = (
+            frame[name].astype("string")
+            if name in frame.columns
+            else pd.Series(pd.NA, index=frame.index, dtype="string")
+        )
+        missing = values.isna().to_numpy()
+        if missing.any() and fills:
+            by_type = fills.get("*")
+            if "instance_type" in frame.columns:
+                per_type = frame["instance_type"].astype("string").map(dict(fills)).astype("string")
+                values = values.where(~missing, per_type)
+            values = values.fillna(by_type) if by_type is not None else values
+        return values
+
     def matrix(self, frame: pd.DataFrame) -> npt.NDArray[np.float32]:
-        """The ``(rows, features)`` float32 matrix of ``frame``; missing columns take their fill value."""
+        """The ``(rows, features)`` float32 matrix of ``frame``; missing values take their fill value."""
         out = np.empty((len(frame), len(self.names)), dtype=np.float32)
         for j, name in enumerate(self.numeric):
-            if name == "n_nodes":
-                out[:, j] = n_nodes_of(frame)
-            else:
-                out[:, j] = _column(frame, name, self.fill.get(name, np.nan))
+            derived = derived_column(frame, name)
+            fill = self.fill.get(name, np.nan)
+            out[:, j] = _column(frame, name, fill) if derived is None else np.where(np.isfinite(derived), derived, fill)
         for k, name in enumerate(self.categorical):
             j = len(self.numeric) + k
-            if name not in frame.columns:
-                out[:, j] = np.nan
-                continue
-            codes = pd.Categorical(frame[name].astype("string"), categories=self.categories[name]).codes
+            values = self.categorical_values(frame, name)
+            codes = pd.Categorical(values, categories=self.categories[name]).codes
             out[:, j] = np.where(codes >= 0, codes, np.nan)
         return out
 
@@ -140,6 +250,7 @@ class FeatureEncoder:
             "categorical": list(self.categorical),
             "categories": {k: list(v) for k, v in self.categories.items()},
             "fill": dict(self.fill),
+            "category_fill": {k: dict(v) for k, v in self.category_fill.items()},
         }
 
     @classmethod
@@ -150,7 +261,20 @@ class FeatureEncoder:
             categorical=tuple(doc["categorical"]),
             categories={k: tuple(v) for k, v in doc["categories"].items()},
             fill={k: float(v) for k, v in doc["fill"].items()},
+            category_fill={k: dict(v) for k, v in doc.get("category_fill", {}).items()},
         )
+
+
+def _category_fill(frame: pd.DataFrame, name: str) -> dict[str, str]:
+    """``{"*": most common value}`` plus, per instance type, the most common value among its rows."""
+    values = frame[name].astype("string")
+    fills = {"*": str(values.mode(dropna=True).iloc[0])}
+    if "instance_type" in frame.columns:
+        types = frame["instance_type"].astype("string")
+        for instance, group in values.groupby(types, dropna=True):
+            if group.notna().any():
+                fills[str(instance)] = str(group.mode(dropna=True).iloc[0])
+    return fills
 
 
 def build_encoder(
@@ -158,17 +282,19 @@ def build_encoder(
 ) -> tuple[FeatureEncoder, list[str]]:
     """The encoder for a training frame, and the features dropped because they carry no information.
 
-    A feature is dropped when its column is absent or holds a single value over the whole training set
-    (except ``size_bytes`` and ``world_size``, which are always kept). Fill values are the median of
-    each numeric column, except the natural defaults in :data:`NATURAL_FILL`.
+    A feature is dropped when its column is absent (and cannot be derived) or holds a single value over
+    the whole training set (except ``size_bytes`` and ``world_size``, which are always kept). Fill
+    values are the median of each numeric column, except the natural defaults in :data:`NATURAL_FILL`.
     """
     kept_numeric, kept_categorical, dropped = [], [], []
     fill: dict[str, float] = {}
     categories: dict[str, tuple[str, ...]] = {}
+    category_fill: dict[str, dict[str, str]] = {}
     for name in numeric:
         always = name in ("size_bytes", "world_size")
-        if name == "n_nodes" and "world_size" in frame.columns:
-            values = n_nodes_of(frame)
+        derived = derived_column(frame, name) if "world_size" in frame.columns else None
+        if derived is not None:
+            values = derived
         elif name in frame.columns:
             values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
         else:
@@ -190,5 +316,6 @@ def build_encoder(
             continue
         kept_categorical.append(name)
         categories[name] = distinct
-    encoder = FeatureEncoder(tuple(kept_numeric), tuple(kept_categorical), categories, fill)
+        category_fill[name] = _category_fill(frame, name)
+    encoder = FeatureEncoder(tuple(kept_numeric), tuple(kept_categorical), categories, fill, category_fill)
     return encoder, dropped

@@ -1,27 +1,51 @@
-"""The learned bus-bandwidth model (the paper's allreduce model): two XGBoost regressors split at the MTU.
+"""The learned bus-bandwidth model (the paper's allreduce model), smooth in message size, with intervals.
 
 Srifty predicts bus bandwidth rather than allreduce time, because concurrent transfers share links and
 the simulator needs a rate to share. Following the paper:
 
 * one model for messages ``≤ MTU`` and one for ``> MTU`` (MTU defaults to EC2's 9001 bytes), since one
   model over both regimes predicted nonsense for small buffers;
-* robust objectives (pseudo-Huber among them) and hyperparameters tuned with Optuna by MAPE, with
-  cross-validation grouped by allocation (:mod:`srifty.network.tuning`);
-* sample weights decayed by age, so retraining after a network upgrade favours new probes.
+* XGBoost with robust objectives (pseudo-Huber among them) and hyperparameters tuned with Optuna by MAPE,
+  with cross-validation grouped by allocation (:mod:`srifty.network.tuning`);
+* sample weights decayed by age, so retraining after a network upgrade favours new probes (here the age
+  counts from the newest probe of the same instance type, so new probes of one type do not erase what
+  is known of others).
 
-Beyond the paper, the label is learned as ``log(busbw / rated link)`` (``link_fraction``) whenever every
-training row has a rating (``target="auto"``, the default; otherwise ``log(busbw)``): a fraction of the
-rated link transfers to link speeds the probes never covered (the embedded testbed data has 10–50 Gbps;
-the catalog goes to 3200), where a tree on raw bandwidth would stay flat. The fraction is of the
-*network* rating, also for a single multi-GPU VM, whose traffic never touches the network: such
-predictions scale with a rating that does not bound them (see the data README).
-Predictions are positive by construction (an exponential) and capped at the rated link
-(:func:`~srifty.network.features.busbw_cap_bytes_per_s`). Monotone constraints keep bandwidth from
-rising with world size, nodes or concurrent transfers, so extrapolation beyond the largest measured world
-size is flat and bounded.
+What each side of the MTU computes, in the label's units (``log(busbw / link)``, see below):
 
-Prediction cost is one pass over the frame's columns plus two ``inplace_predict`` calls on a float32
-matrix; about 2–4 ms for 200 rows on one core of this project's machines (see BENCHMARKS.md).
+1. **A booster over features that carry to any machine** (size, ranks, nodes, GPUs per node, concurrency,
+   link rating, backend; monotone: never faster with more ranks, nodes or concurrent transfers), asked
+   only at the message sizes it was trained on and interpolated log-log in between
+   (:mod:`srifty.network.sizegrid`): a tree alone steps between probed sizes.
+2. **A residual curve per probed configuration** (instance type, backend, inside one VM or between VMs;
+   :mod:`srifty.network.curves`): the weighted median of the booster's residuals at each probed size,
+   interpolated the same way. A configuration that was probed is answered from its own measurements;
+   one never probed from what the booster learned across all the others.
+3. **Intervals** (:mod:`srifty.network.intervals`): quantiles of held-out residuals, kept apart for probed
+   configurations on new allocations and for configurations never probed (wide).
+
+Why this form (measured; ``benchmarks/network_accuracy.py``, BENCHMARKS.md "Bus-bandwidth model
+accuracy"): on the 11 public nccl-tests tables with alternate sizes held out, the tree alone (the previous
+model, table as a categorical feature) reaches a median per-table MAPE of 21 % above the MTU and 13 %
+below, log-log interpolation between the same training sizes 4.6 % and 4.2 %; knot interpolation brings
+the booster to the interpolation's level and the residual curves add what a table-blind booster cannot
+know. Residual curves keyed by the full configuration (world size and concurrency included) would break
+the monotonicity in world size at the edge of the probed range; keyed by instance type they leave world
+size and concurrency to the monotone booster.
+
+The label (``target="link_fraction"``, chosen by ``"auto"`` whenever every training row has a link
+rating) is the log of how fast a transfer ran against a latency–bandwidth reference: ``log(t_ref / t)``
+with ``t_ref = α + 2·size / link`` and ``t = 2·size / busbw`` (the ring's ``(n−1)/n`` left out, so that
+the reference does not grow with the world size and the booster's monotone constraints carry over to
+bus bandwidth). ``link`` is the network cap between VMs (the rated link, times the hierarchical
+allowance for several GPUs per VM, see :func:`~srifty.network.features.busbw_cap_bytes_per_s`) or the
+GPUs' intra-node link (NVLink or PCIe, per direction) for ranks all inside one VM; ``α`` is one latency
+for the whole training set (the median of ``2·size / busbw`` over its messages up to 1 KiB). Large
+messages so learn the fraction of the link they reach, which transfers to links of other speeds; small
+ones learn their latency relative to ``α``, which does not grow with the link (a fraction of the link
+alone would predict a 3,200 Gbps fabric's 1 MiB transfers 8 times faster than a 400 Gbps one's).
+Without ratings the label is ``log(busbw)``. Predictions are positive (an exponential) and never above
+the network cap; inside one VM they are not capped (NVLink SHARP exceeds the per-direction link).
 """
 
 from __future__ import annotations
@@ -31,6 +55,7 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +66,7 @@ import pandas as pd
 
 from srifty.artifacts import atomic_write_bytes, read_json_artifact, write_json_artifact
 from srifty.errors import ArtifactError
+from srifty.network.curves import ResidualCurves, configuration_keys
 from srifty.network.dataset import as_frame, exclusive_lock, validate_frame
 from srifty.network.errors import NetModelError
 from srifty.network.features import (
@@ -49,27 +75,32 @@ from srifty.network.features import (
     FeatureEncoder,
     build_encoder,
     busbw_cap_bytes_per_s,
+    is_intra_node,
+    link_scale_bytes_per_s,
 )
+from srifty.network.intervals import ResidualQuantiles
+from srifty.network.sizegrid import knot_sizes, smooth_predict
 from srifty.network.tuning import (
     DEFAULT_PARAMS,
+    Fold,
     cross_validate,
     decay_weights,
     grouped_folds,
     mape,
     tune_params,
 )
-from srifty.units import gbps_to_bytes_per_s
 from srifty.vocab.busbw import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message
 
 Target = Literal["auto", "link_fraction", "busbw"]
 TARGETS: tuple[Target, ...] = ("auto", "link_fraction", "busbw")
 SIDES = ("small", "large")
 MODEL_KIND = "bandwidth-model"
-MODEL_SCHEMA_VERSION = 1
+MODEL_SCHEMA_VERSION = 2
 #: Fewer rows than this on one side of the MTU cannot train that side's model.
 MIN_ROWS_PER_SIDE = 8
 SECONDS_PER_DAY = 86400.0
 FloatArray = npt.NDArray[np.float64]
+Matrix = npt.NDArray[np.float32]
 
 
 def _stem(path: str | Path) -> tuple[Path, str]:
@@ -106,30 +137,101 @@ def _remove_unnamed_boosters(paths: dict[str, Path]) -> None:
                 old.unlink(missing_ok=True)
 
 
+def configuration_sources(frame: pd.DataFrame, keys: npt.NDArray[np.str_]) -> dict[str, dict[str, Any]]:
+    """Per configuration key: rows, allocations and where they were measured (public tables by id, the
+    emulated testbed, an emulated cloud, or probes), for explanations."""
+    n = len(frame)
+
+    def column(name: str) -> npt.NDArray[np.str_]:
+        if name not in frame.columns:
+            return np.full(n, "")
+        return frame[name].astype("string").fillna("").to_numpy(dtype=str)
+
+    table, emulated, cloud = column("table_id"), column("emulated"), column("cloud")
+    kind = np.where(emulated == "True", np.where(cloud == "testbed", "emulated testbed", "emulated cloud"), "probes")
+    label = np.where(table != "", np.char.add("public ", table), kind)
+    allocation = column("allocation_id")
+    out: dict[str, dict[str, Any]] = {}
+    for key in np.unique(keys):
+        rows = keys == key
+        out[str(key)] = {
+            "rows": int(rows.sum()),
+            "allocations": int(pd.Series(allocation[rows]).nunique()),
+            "sources": sorted(set(label[rows].tolist())),
+        }
+    return out
+
+
 def training_set_hash(frame: pd.DataFrame, columns: list[str]) -> str:
     """``sha256:<hex>`` over the given columns of every row, in order (stable across runs)."""
     hashed = pd.util.hash_pandas_object(frame[columns], index=False).to_numpy()
     return "sha256:" + hashlib.sha256(hashed.tobytes()).hexdigest()
 
 
+@dataclass(frozen=True)
+class _SideFit:
+    """What one side of the MTU learned: the booster, its knot sizes (all training sizes, and each probed
+    configuration's own) and the residual curves."""
+
+    booster: Any
+    knots_bytes: FloatArray
+    key_knots_bytes: Mapping[str, FloatArray]
+    curves: ResidualCurves
+
+    def knot_sets(self, keys: npt.NDArray[np.str_]) -> tuple[list[FloatArray], npt.NDArray[np.int64]]:
+        """Knot sets and each row's set: its configuration's own sizes where probed, else all sizes."""
+        sets = [self.knots_bytes]
+        row_set = np.zeros(len(keys), dtype=np.int64)
+        for key in np.unique(keys):
+            own = self.key_knots_bytes.get(str(key))
+            if own is not None:
+                row_set[keys == key] = len(sets)
+                sets.append(own)
+        return sets, row_set
+
+
+def _key_knots(keys: npt.NDArray[np.str_], sizes: FloatArray) -> dict[str, FloatArray]:
+    return {str(key): knot_sizes(sizes[keys == key]) for key in np.unique(keys)}
+
+
+@dataclass(frozen=True)
+class _SideData:
+    """One side's training rows as arrays."""
+
+    x: Matrix
+    y: FloatArray
+    weights: FloatArray
+    keys: npt.NDArray[np.str_]
+    sizes: FloatArray
+    truth: FloatArray
+    scale: FloatArray
+    cap: FloatArray
+
+
 class BandwidthModel:
     """Bus bandwidth of an allreduce, learned from probes: ``fit(frame)``, then
-    ``predict_busbw_bytes_per_s(frame)``. Constructor arguments are stored untouched; fitted attributes
-    end in ``_``.
+    ``predict_busbw_bytes_per_s(frame)`` and ``predict_busbw_interval(frame)``. Constructor arguments are
+    stored untouched; fitted attributes end in ``_``.
 
     Args:
         mtu_bytes: messages up to this size go to the small-message model, larger ones to the other.
         features: numeric feature columns; those absent or constant in the training set are dropped.
-        categorical_features: categorical columns (location, by default), dropped likewise.
-        target: ``"link_fraction"`` learns ``log(busbw / rated link)`` and needs ``rated_network_gbps``
-            on every training row; ``"busbw"`` learns ``log(busbw)``; ``"auto"`` takes
-            ``link_fraction`` where every training row has a rating, else ``busbw`` (see ``target_``).
-        half_life_s: age at which a probe weighs half as much as the newest; ``None`` for no decay.
+        categorical_features: categorical columns (backend and location, by default), dropped likewise.
+        target: ``"link_fraction"`` learns ``log(busbw / link)`` and needs a link rating on every training
+            row; ``"busbw"`` learns ``log(busbw)``; ``"auto"`` takes ``link_fraction`` where every training
+            row has a rating, else ``busbw`` (see ``target_``).
+        half_life_s: age at which a probe weighs half as much as the newest of its instance type; ``None``
+            for no decay.
         n_trials: Optuna trials per side; 0 fits :data:`~srifty.network.tuning.DEFAULT_PARAMS`.
-        n_folds: folds of the allocation-grouped cross-validation.
+        n_folds: folds of the allocation-grouped cross-validation (tuning and intervals).
         seed: seeds the fold assignment, the tuner and XGBoost.
         n_jobs: XGBoost threads while fitting (``None``: all cores). Prediction uses one thread.
         timeout_s: wall-clock limit of each side's tuning, or ``None``.
+        smooth_sizes: interpolate the booster log-log between its training sizes (``False``: the tree's
+            steps, as the paper's model).
+        residual_curves: correct probed configurations by their own residual curves.
+        latency_baseline: measure the label against the latency–bandwidth reference ``α + bytes/link``
+            rather than the link alone (``link_fraction`` only).
     """
 
     def __init__(
@@ -145,6 +247,9 @@ class BandwidthModel:
         seed: int = 0,
         n_jobs: int | None = None,
         timeout_s: float | None = None,
+        smooth_sizes: bool = True,
+        residual_curves: bool = True,
+        latency_baseline: bool = True,
     ) -> None:
         self.mtu_bytes = mtu_bytes
         self.features = features
@@ -156,6 +261,9 @@ class BandwidthModel:
         self.seed = seed
         self.n_jobs = n_jobs
         self.timeout_s = timeout_s
+        self.smooth_sizes = smooth_sizes
+        self.residual_curves = residual_curves
+        self.latency_baseline = latency_baseline
 
     # ----------------------------------------------------------------------------------------- fit
     def _check_params(self) -> None:
@@ -175,21 +283,18 @@ class BandwidthModel:
         if self.n_jobs is not None and self.n_jobs < 1:
             raise NetModelError(f"n_jobs (--jobs) must be at least 1 thread, got {self.n_jobs}.")
 
-    def _label(self, frame: pd.DataFrame) -> FloatArray:
-        busbw = frame["busbw_bytes_per_s"].to_numpy(dtype=np.float64)
-        return np.log(busbw / self._scale_bytes_per_s(frame))
-
     def _scale_bytes_per_s(self, frame: pd.DataFrame) -> FloatArray:
-        """What the log-label is relative to: the rated link (link_fraction) or 1 byte/s (busbw)."""
+        """What the log-label is relative to: the link (link_fraction) or 1 byte/s (busbw)."""
         if self.target_ == "busbw":
             return np.ones(len(frame))
-        if "rated_network_gbps" not in frame.columns:
-            rated = np.full(len(frame), np.nan)
-        else:
-            rated = pd.to_numeric(frame["rated_network_gbps"], errors="coerce").to_numpy(dtype=np.float64)
-        fill = getattr(self, "rating_fill_gbps_", np.nan)
-        rated = np.where(np.isfinite(rated) & (rated > 0), rated, fill)
-        return gbps_to_bytes_per_s(1.0) * rated
+        scale = link_scale_bytes_per_s(frame)
+        scale = np.where(np.isfinite(scale), scale, self.scale_fill_bytes_per_s_)
+        if self.latency_baseline and self.latency_s_ > 0:
+            # 2·size, not the ring's 2·size·(n−1)/n: a reference that grew with the world size would let
+            # predicted bandwidth rise with it, against the monotone constraints.
+            moved = 2.0 * frame["size_bytes"].to_numpy(dtype=np.float64)
+            scale = scale / (1.0 + self.latency_s_ * scale / moved)
+        return scale
 
     def _xgb_params(self, params: Mapping[str, Any], label: FloatArray, n_jobs: int | None) -> dict[str, Any]:
         out = {
@@ -213,7 +318,7 @@ class BandwidthModel:
             out["huber_slope"] = float(params["huber_slope"])
         return out
 
-    def _train(self, params: Mapping[str, Any], x: npt.NDArray[np.float32], y: FloatArray, w: FloatArray) -> Any:
+    def _train(self, params: Mapping[str, Any], x: Matrix, y: FloatArray, w: FloatArray) -> Any:
         import xgboost as xgb
 
         enc = self.encoder_
@@ -224,16 +329,42 @@ class BandwidthModel:
         booster.set_param({"nthread": 1})
         return booster
 
-    def _busbw_from(self, raw: npt.NDArray[np.float32], frame: pd.DataFrame) -> FloatArray:
-        busbw = np.exp(raw.astype(np.float64)) * self._scale_bytes_per_s(frame)
-        return np.clip(busbw, 0.0, busbw_cap_bytes_per_s(frame))
+    def _booster_label(self, side: str, fit: _SideFit, x: Matrix, keys: npt.NDArray[np.str_]) -> FloatArray:
+        """The booster's label at each row, interpolated between knot sizes when smoothing."""
+        if not len(x):
+            return np.zeros(0)
+        if not self.smooth_sizes or not len(fit.knots_bytes):
+            return np.asarray(fit.booster.inplace_predict(x), dtype=np.float64)
+        column = self.encoder_.numeric.index("size_bytes")
+        sets, row_set = fit.knot_sets(keys)
+        return smooth_predict(fit.booster.inplace_predict, x, column, sets, row_set, flat_above=side == "large")
+
+    def _fit_pipeline(self, side: str, params: Mapping[str, Any], data: _SideData, rows: Any) -> _SideFit:
+        booster = self._train(params, data.x[rows], data.y[rows], data.weights[rows])
+        keys, sizes = data.keys[rows], data.sizes[rows]
+        knots = knot_sizes(sizes) if self.smooth_sizes else np.zeros(0)
+        fit = _SideFit(booster, knots, _key_knots(keys, sizes) if self.smooth_sizes else {}, ResidualCurves())
+        if not self.residual_curves:
+            return fit
+        residual = data.y[rows] - self._booster_label(side, fit, data.x[rows], keys)
+        return replace(fit, curves=ResidualCurves.fit(keys, sizes, residual, data.weights[rows]))
+
+    def _pipeline_label(
+        self, side: str, fit: _SideFit, x: Matrix, keys: npt.NDArray[np.str_], sizes: FloatArray
+    ) -> FloatArray:
+        return self._booster_label(side, fit, x, keys) + fit.curves.residual(keys, sizes)
+
+    @staticmethod
+    def _busbw(label: FloatArray, scale: FloatArray, cap: FloatArray) -> FloatArray:
+        return np.clip(np.exp(label) * scale, 0.0, cap)
 
     def fit(self, frame: pd.DataFrame, provenance: Mapping[str, Any] | None = None) -> BandwidthModel:
-        """Fit both models on probe rows; returns ``self``.
+        """Fit both sides of the MTU on probe rows; returns ``self``.
 
         Args:
             frame: probe rows with ``size_bytes``, ``world_size``, ``busbw_bytes_per_s``, and optionally
-                the feature columns, ``allocation_id`` (needed to tune) and ``timestamp_s`` (for decay).
+                the feature columns, ``instance_type``, ``allocation_id`` (needed to tune) and
+                ``timestamp_s`` (for decay).
             provenance: free-form record of where the rows came from, kept in the metadata.
 
         Raises:
@@ -243,37 +374,64 @@ class BandwidthModel:
         self._check_params()
         validate_frame(frame, need_label=True)
         data = frame.reset_index(drop=True)
-        column = data["rated_network_gbps"] if "rated_network_gbps" in data.columns else pd.Series([])
-        rated = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
-        all_rated = rated.size == len(data) and bool((np.isfinite(rated) & (rated > 0)).all())
+        sizes = np.unique(data["size_bytes"].to_numpy())
+        if sizes.size < 2:
+            raise NetModelError(
+                f"the probes hold one message size ({int(sizes[0])} B); the model learns how bandwidth "
+                "changes with size and interpolates between sizes, so probe a sweep (srifty probe's default "
+                "runs 4 B to 512 MiB)."
+            )
+        scale = link_scale_bytes_per_s(data)
+        all_rated = bool(np.isfinite(scale).all())
         if self.target == "link_fraction" and not all_rated:
             raise NetModelError(
-                "target 'link_fraction' needs rated_network_gbps on every training row; pass the "
-                "rating when probing (--rated-network-gbps or a catalog --instance-type), or fit "
-                "with target 'busbw' or 'auto' (--target auto)."
+                "target 'link_fraction' needs rated_network_gbps on every training row (and a known GPU "
+                "for rows inside one multi-GPU VM); pass the rating when probing (--rated-network-gbps "
+                "or a catalog --instance-type), or fit with target 'busbw' or 'auto' (--target auto)."
             )
         self.target_: Target = (
             "link_fraction" if self.target == "link_fraction" or (self.target == "auto" and all_rated) else "busbw"
         )
-        if self.target_ == "link_fraction":
-            self.rating_fill_gbps_ = float(np.median(rated))
+        self.scale_fill_bytes_per_s_ = float(np.median(scale)) if all_rated else float("nan")
+        sizes = data["size_bytes"].to_numpy(dtype=np.float64)
+        tiny = sizes <= min(1024, self.mtu_bytes)
+        times = 2.0 * sizes / data["busbw_bytes_per_s"].to_numpy(dtype=np.float64)
+        self.latency_s_ = float(np.median(times[tiny])) if tiny.any() else 0.0
         has_time = "timestamp_s" in data.columns
         stamps = data["timestamp_s"].to_numpy(dtype=np.float64) if has_time else np.zeros(len(data))
         self.reference_time_s_ = float(stamps.max()) if has_time else None
-        weights = decay_weights(stamps, self.half_life_s if has_time else None)
+        by_type = data["instance_type"].astype(str).to_numpy() if "instance_type" in data.columns else None
+        weights = decay_weights(stamps, self.half_life_s if has_time else None, groups=by_type)
         self.encoder_, self.dropped_features_ = build_encoder(data, self.features, self.categorical_features)
+        self.intra_node_rows_ = int((is_intra_node(data) & np.isfinite(scale)).sum())
+        self.configurations_ = configuration_sources(data, configuration_keys(data, self.encoder_))
         small = is_small_message(data["size_bytes"].to_numpy(), self.mtu_bytes)
-        self.boosters_: dict[str, Any] = {}
+        self.sides_: dict[str, _SideFit] = {}
+        self.quantiles_: dict[str, ResidualQuantiles] = {}
         self.params_: dict[str, dict[str, Any]] = {}
         self.metrics_: dict[str, dict[str, Any]] = {}
         rng = np.random.default_rng(self.seed)
         for offset, (side, mask) in enumerate((("small", small), ("large", ~small))):
             self._fit_side(side, data.loc[mask].reset_index(drop=True), weights[mask], rng, offset)
         label_columns = [c for c in (*self.encoder_.names, "busbw_bytes_per_s") if c in data.columns]
-        self.training_hash_ = training_set_hash(data, sorted(set(label_columns) - {"n_nodes"}))
+        self.training_hash_ = training_set_hash(data, sorted(set(label_columns) - {"n_nodes", "link_gbps"}))
         self.n_rows_ = len(data)
         self.provenance_ = dict(provenance or {})
         return self
+
+    def _side_data(self, part: pd.DataFrame, weights: FloatArray) -> _SideData:
+        truth = part["busbw_bytes_per_s"].to_numpy(dtype=np.float64)
+        scale = self._scale_bytes_per_s(part)
+        return _SideData(
+            x=self.encoder_.matrix(part),
+            y=np.log(truth / scale),
+            weights=weights,
+            keys=configuration_keys(part, self.encoder_),
+            sizes=part["size_bytes"].to_numpy(dtype=np.float64),
+            truth=truth,
+            scale=scale,
+            cap=busbw_cap_bytes_per_s(part),
+        )
 
     def _fit_side(
         self, side: str, part: pd.DataFrame, weights: FloatArray, rng: np.random.Generator, offset: int
@@ -285,64 +443,195 @@ class BandwidthModel:
                 f"{side}-message model needs at least {MIN_ROWS_PER_SIDE}. Probe sizes on both sides of "
                 "the MTU (the default sweep, 4 B to 512 MiB, does)."
             )
-        x = self.encoder_.matrix(part)
-        y = self._label(part)
-        truth = part["busbw_bytes_per_s"].to_numpy(dtype=np.float64)
+        distinct = np.unique(part["size_bytes"].to_numpy())
+        if distinct.size < 2:
+            raise NetModelError(
+                f"the probes hold one message size {where} the MTU ({self.mtu_bytes} B), {int(distinct[0])} B; "
+                "the model interpolates between sizes, so it needs at least two on each side. Probe a sweep "
+                "(srifty probe's default runs 4 B to 512 MiB)."
+            )
+        data = self._side_data(part, weights)
 
         def score_fold(params: Mapping[str, Any], train: Any, test: Any) -> float:
-            booster = self._train(params, x[train], y[train], weights[train])
-            pred = self._busbw_from(booster.inplace_predict(x[test]), part.iloc[test])
-            return mape(truth[test], pred, weights[test])
+            fit = self._fit_pipeline(side, params, data, train)
+            label = self._pipeline_label(side, fit, data.x[test], data.keys[test], data.sizes[test])
+            return mape(data.truth[test], self._busbw(label, data.scale[test], data.cap[test]), data.weights[test])
 
         groups = part["allocation_id"].astype(str).to_numpy() if "allocation_id" in part.columns else None
+        if self.n_trials > 0 and groups is None:
+            raise NetModelError(
+                "tuning needs an allocation_id column to group cross-validation by allocation; "
+                "add it, or fit without tuning (n_trials=0, --trials 0)."
+            )
         n_allocations = int(np.unique(groups).size) if groups is not None else 0
+        folds: list[Fold] = []
+        if groups is not None and (n_allocations >= 2 or self.n_trials > 0):
+            folds = grouped_folds(groups, self.n_folds, rng)  # raises for one allocation
         cv_mape: float | None = None
         trials = 0
         params = dict(DEFAULT_PARAMS)
         if self.n_trials > 0:
-            if groups is None:
-                raise NetModelError(
-                    "tuning needs an allocation_id column to group cross-validation by allocation; "
-                    "add it, or fit without tuning (n_trials=0, --trials 0)."
-                )
-            folds = grouped_folds(groups, self.n_folds, rng)
             params, cv_mape, trials = tune_params(folds, score_fold, self.n_trials, self.seed + offset, self.timeout_s)
-        elif groups is not None and n_allocations >= 2:
-            cv_mape = cross_validate(params, grouped_folds(groups, self.n_folds, rng), score_fold)
-        booster = self._train(params, x, y, weights)
-        train_pred = self._busbw_from(booster.inplace_predict(x), part)
-        self.boosters_[side] = booster
+        elif folds:
+            cv_mape = cross_validate(params, folds, score_fold)
+        fit = self._fit_pipeline(side, params, data, np.arange(len(part)))
+        train_label = self._pipeline_label(side, fit, data.x, data.keys, data.sizes)
+        self.sides_[side] = fit
         self.params_[side] = params
+        self.quantiles_[side] = self._held_out_quantiles(side, params, data, part, folds, rng)
         self.metrics_[side] = {
             "n_rows": len(part),
             "n_allocations": n_allocations,
+            "n_configurations": len(set(data.keys.tolist())),
             "cv_mape": cv_mape,
-            "train_mape": mape(truth, train_pred, weights),
+            "train_mape": mape(data.truth, self._busbw(train_label, data.scale, data.cap), weights),
             "trials": trials,
         }
 
+    def _held_out_quantiles(
+        self, side: str, params: Mapping[str, Any], data: _SideData, part: pd.DataFrame, folds: list[Fold],
+        rng: np.random.Generator,
+    ) -> ResidualQuantiles:  # fmt: skip
+        """Residual quantiles from the allocation folds and from folds that hold out whole instance types."""
+        all_folds = list(folds)
+        if "instance_type" in part.columns and part["instance_type"].nunique() >= 2:
+            all_folds += grouped_folds(part["instance_type"].astype(str).to_numpy(), self.n_folds, rng)
+        residuals, weights, classes = [], [], []
+        for train, test in all_folds:
+            fit = self._fit_pipeline(side, params, data, train)
+            label = self._pipeline_label(side, fit, data.x[test], data.keys[test], data.sizes[test])
+            residuals.append(data.y[test] - label)
+            weights.append(data.weights[test])
+            classes.append(np.where(np.isin(data.keys[test], data.keys[train]), "probed", "unprobed"))
+        if not all_folds:
+            return ResidualQuantiles.fit(np.zeros(0), np.zeros(0), np.zeros(0, dtype=str))
+        return ResidualQuantiles.fit(np.concatenate(residuals), np.concatenate(weights), np.concatenate(classes))
+
     # ------------------------------------------------------------------------------------- predict
     def _check_fitted(self) -> None:
-        if not hasattr(self, "boosters_"):
+        if not hasattr(self, "sides_"):
             raise NetModelError("this BandwidthModel is not fitted; call fit() or BandwidthModel.load().")
+
+    @property
+    def predicts_intra_node(self) -> bool:
+        """Whether the training set had ranks inside one multi-GPU VM with a known intra-node link, so
+        that the model itself answers for such configurations (the simulator asks it rather than a
+        datasheet)."""
+        return getattr(self, "intra_node_rows_", 0) > 0 and getattr(self, "target_", "") == "link_fraction"
+
+    def _labels(self, data: pd.DataFrame) -> tuple[FloatArray, npt.NDArray[np.str_], npt.NDArray[np.str_]]:
+        """``(label, configuration key, familiarity class)`` of every row."""
+        x = self.encoder_.matrix(data)
+        keys = configuration_keys(data, self.encoder_)
+        sizes = data["size_bytes"].to_numpy(dtype=np.float64)
+        label = np.empty(len(data))
+        classes = np.empty(len(data), dtype=object)
+        small = is_small_message(sizes, self.mtu_bytes)
+        for side, mask in (("small", small), ("large", ~small)):
+            if mask.any():
+                fit = self.sides_[side]
+                label[mask] = self._pipeline_label(side, fit, x[mask], keys[mask], sizes[mask])
+                classes[mask] = np.where(fit.curves.known(keys[mask]), "probed", "unprobed")
+        if self.smooth_sizes:
+            self._bridge_the_mtu(label, x, keys, sizes)
+        return label, keys, classes.astype(str)
+
+    def _bridge_the_mtu(self, label: FloatArray, x: Matrix, keys: npt.NDArray[np.str_], sizes: FloatArray) -> None:
+        """Between the largest probed size at or below the MTU and the smallest above it, interpolate
+        log-log between the two sides' answers there (in place): bus bandwidth does not jump at the MTU,
+        and neither side has seen the sizes in between."""
+        below, above = self.sides_["small"], self.sides_["large"]
+        sets, row_set = below.knot_sets(keys)
+        last_below = np.array([sets[i][-1] for i in row_set])
+        sets, row_set = above.knot_sets(keys)
+        first_above = np.array([sets[i][0] for i in row_set])
+        gap = (sizes > last_below) & (sizes < first_above)
+        if not gap.any():
+            return
+        column = self.encoder_.numeric.index("size_bytes")
+        edges = []
+        for side, fit, edge in (("small", below, last_below[gap]), ("large", above, first_above[gap])):
+            at_edge = x[gap].copy()
+            at_edge[:, column] = edge
+            edges.append(self._pipeline_label(side, fit, at_edge, keys[gap], edge))
+        t = np.log(sizes[gap] / last_below[gap]) / np.log(first_above[gap] / last_below[gap])
+        label[gap] = edges[0] + t * (edges[1] - edges[0])
 
     def predict_busbw_bytes_per_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
         """Predicted bus bandwidth (bytes/s) of one transfer, for each row.
 
         ``frame`` needs ``size_bytes`` and ``world_size``; other feature columns are optional (see
         :mod:`srifty.network.features` for how missing ones are filled). A column mapping of arrays
-        works as well as a DataFrame. The result is never negative and never above the rated link.
+        works as well as a DataFrame. The result is never negative and never above the network cap.
         """
         self._check_fitted()
         data = as_frame(frame)
         validate_frame(data, need_label=False)
-        x = self.encoder_.matrix(data)
-        raw = np.empty(len(data), dtype=np.float32)
+        label, _, _ = self._labels(data)
+        return self._busbw(label, self._scale_bytes_per_s(data), busbw_cap_bytes_per_s(data))
+
+    def familiarity(self, frame: pd.DataFrame | Mapping[str, Any]) -> npt.NDArray[np.str_]:
+        """``"probed"`` where the row's configuration (instance type, backend, inside or between VMs) was
+        in the training set on its side of the MTU, else ``"unprobed"``."""
+        self._check_fitted()
+        data = as_frame(frame)
+        validate_frame(data, need_label=False)
+        return self._labels(data)[2]
+
+    def residual_quantiles(self, frame: pd.DataFrame | Mapping[str, Any], levels: npt.ArrayLike) -> FloatArray:
+        """Quantiles of ``log(measured / predicted)`` busbw at ``levels`` for each row: ``(rows, levels)``,
+        from held-out residuals of its side of the MTU and its familiarity (see
+        :mod:`srifty.network.intervals`). Cheap: no booster is asked."""
+        self._check_fitted()
+        data = as_frame(frame)
+        validate_frame(data, need_label=False)
+        keys = configuration_keys(data, self.encoder_)
         small = is_small_message(data["size_bytes"].to_numpy(), self.mtu_bytes)
+        out = np.zeros((len(data), np.atleast_1d(np.asarray(levels)).size))
         for side, mask in (("small", small), ("large", ~small)):
             if mask.any():
-                raw[mask] = self.boosters_[side].inplace_predict(x[mask])
-        return self._busbw_from(raw, data)
+                classes = np.where(self.sides_[side].curves.known(keys[mask]), "probed", "unprobed")
+                out[mask] = self.quantiles_[side].at(classes, levels)
+        return out
+
+    def predict_busbw_interval(
+        self, frame: pd.DataFrame | Mapping[str, Any], coverage: float = 0.8
+    ) -> tuple[FloatArray, FloatArray]:
+        """``(low, high)`` bus bandwidth (bytes/s) of a central interval that held-out rows of the same
+        kind fell into with probability ``coverage`` (0.8: the 10th and 90th percentiles).
+
+        Raises:
+            NetModelError: a coverage outside (0, 1).
+        """
+        if not 0.0 < coverage < 1.0:
+            raise NetModelError(f"coverage must be between 0 and 1 (exclusive), got {coverage}.")
+        self._check_fitted()
+        data = as_frame(frame)
+        validate_frame(data, need_label=False)
+        label, _, _ = self._labels(data)
+        q = self.residual_quantiles(data, [(1.0 - coverage) / 2.0, (1.0 + coverage) / 2.0])
+        scale, cap = self._scale_bytes_per_s(data), busbw_cap_bytes_per_s(data)
+        return self._busbw(label + q[:, 0], scale, cap), self._busbw(label + q[:, 1], scale, cap)
+
+    def explain(self, frame: pd.DataFrame | Mapping[str, Any]) -> list[str]:
+        """One line per row saying where its answer comes from and how far off such answers have been."""
+        self._check_fitted()
+        data = as_frame(frame)
+        validate_frame(data, need_label=False)
+        _, keys, classes = self._labels(data)
+        q = np.exp(self.residual_quantiles(data, [0.1, 0.5, 0.9]))
+        lines = []
+        for key, kind, (low, mid, high) in zip(keys, classes, q, strict=True):
+            spread = f"80 % of held-out cases within {100 * (low / mid - 1):+.0f} % / {100 * (high / mid - 1):+.0f} %"
+            record = self.configurations_.get(str(key))
+            if kind == "probed" and record is not None:
+                sources = ", ".join(record["sources"][:4]) + (", …" if len(record["sources"]) > 4 else "")
+                lines.append(
+                    f"probed: {record['rows']} rows, {record['allocations']} allocation(s) ({sources}); {spread}"
+                )
+            else:
+                lines.append(f"not probed: answered from the other configurations' measurements; {spread}")
+        return lines
 
     def predict_time_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
         """Predicted seconds of each row's allreduce, from :meth:`predict_busbw_bytes_per_s`."""
@@ -366,16 +655,33 @@ class BandwidthModel:
             "requested_features": list(self.features),
             "requested_categorical_features": list(self.categorical_features),
             "dropped_features": list(self.dropped_features_),
-            "rating_fill_gbps": getattr(self, "rating_fill_gbps_", None),
+            "scale_fill_bytes_per_s": None if np.isnan(self.scale_fill_bytes_per_s_) else self.scale_fill_bytes_per_s_,
+            "intra_node_rows": self.intra_node_rows_,
+            "configurations": self.configurations_,
+            "latency_baseline": self.latency_baseline,
+            "latency_s": self.latency_s_,
             "half_life_s": self.half_life_s,
             "reference_time_s": self.reference_time_s_,
             "n_trials": self.n_trials,
             "n_folds": self.n_folds,
             "seed": self.seed,
+            "smooth_sizes": self.smooth_sizes,
+            "residual_curves": self.residual_curves,
             "training_set_hash": self.training_hash_,
             "n_rows": self.n_rows_,
             "params": self.params_,
             "metrics": self.metrics_,
+            "sides": {
+                side: {
+                    "knots_bytes": [float(k) for k in self.sides_[side].knots_bytes],
+                    "configuration_knots_bytes": {
+                        key: [float(k) for k in knots] for key, knots in self.sides_[side].key_knots_bytes.items()
+                    },
+                    "curves": self.sides_[side].curves.to_json(),
+                    "residual_quantiles": self.quantiles_[side].to_json(),
+                }
+                for side in SIDES
+            },
             "provenance": {
                 **self.provenance_,
                 "srifty_version": __version__,
@@ -395,7 +701,7 @@ class BandwidthModel:
         file beside the sidecar.
         """
         self._check_fitted()
-        raws = {side: bytes(self.boosters_[side].save_raw("json")) for side in SIDES}
+        raws = {side: bytes(self.sides_[side].booster.save_raw("json")) for side in SIDES}
         digests = {side: hashlib.sha256(raw).hexdigest() for side, raw in raws.items()}
         paths = model_paths(path, digests)
         with exclusive_lock(paths["meta"].with_name(paths["meta"].name + ".lock")):
@@ -412,7 +718,8 @@ class BandwidthModel:
         """Load a model written by :meth:`save` (pass the same path, or its ``.meta.json``).
 
         Raises:
-            ArtifactError: a file is missing, of another kind, or does not match the sidecar's checksum.
+            ArtifactError: a file is missing, of another kind or an older schema (refit it), or does not
+                match the sidecar's checksum.
         """
         import xgboost as xgb
 
@@ -439,19 +746,26 @@ class BandwidthModel:
             n_trials=int(doc["n_trials"]),
             n_folds=int(doc["n_folds"]),
             seed=int(doc["seed"]),
+            smooth_sizes=bool(doc["smooth_sizes"]),
+            residual_curves=bool(doc["residual_curves"]),
+            latency_baseline=bool(doc["latency_baseline"]),
         )
+        model.latency_s_ = float(doc["latency_s"])
         model.target_ = doc["target"]
         model.encoder_ = FeatureEncoder.from_json(doc["features"])
         model.dropped_features_ = list(doc["dropped_features"])
-        if doc["rating_fill_gbps"] is not None:
-            model.rating_fill_gbps_ = float(doc["rating_fill_gbps"])
+        fill = doc["scale_fill_bytes_per_s"]
+        model.scale_fill_bytes_per_s_ = float("nan") if fill is None else float(fill)
+        model.intra_node_rows_ = int(doc["intra_node_rows"])
+        model.configurations_ = dict(doc["configurations"])
         model.reference_time_s_ = doc["reference_time_s"]
         model.training_hash_ = doc["training_set_hash"]
         model.n_rows_ = int(doc["n_rows"])
         model.params_ = doc["params"]
         model.metrics_ = doc["metrics"]
         model.provenance_ = doc["provenance"]
-        model.boosters_ = {}
+        model.sides_ = {}
+        model.quantiles_ = {}
         for side in SIDES:
             name = doc["files"][side]["file"]
             if not isinstance(name, str) or Path(name).name != name:
@@ -473,10 +787,14 @@ class BandwidthModel:
                     f"'{file}' reads {booster.num_features()} features but '{meta}' lists "
                     f"{len(model.encoder_.names)}; the files do not belong together. Fit the model again."
                 )
-            model.boosters_[side] = booster
+            record = doc["sides"][side]
+            knots = np.asarray(record["knots_bytes"], dtype=np.float64)
+            own = {k: np.asarray(v, dtype=np.float64) for k, v in record["configuration_knots_bytes"].items()}
+            model.sides_[side] = _SideFit(booster, knots, own, ResidualCurves.from_json(record["curves"]))
+            model.quantiles_[side] = ResidualQuantiles.from_json(record["residual_quantiles"])
         return model
 
     def __repr__(self) -> str:
-        state = f"fitted on {self.n_rows_} rows" if hasattr(self, "boosters_") else "not fitted"
+        state = f"fitted on {self.n_rows_} rows" if hasattr(self, "sides_") else "not fitted"
         target = getattr(self, "target_", self.target)
         return f"BandwidthModel(mtu_bytes={self.mtu_bytes}, target='{target}', {state})"

@@ -112,7 +112,7 @@ def plan_job(
     prune: bool = True,
 ) -> tuple[Plan, PlanInputs]:
     """Plan ``spec`` with ``method`` (see :data:`~srifty.plan.methods.METHODS`); resolves profiles and the
-    bandwidth model unless given. APM's alpha-beta model is fitted on the embedded default probes.
+    bandwidth model unless given. APM's alpha-beta model is fitted on the embedded default's training rows.
 
     The spec's offers (listed, or the catalog search of ``candidates: auto``) become one problem per
     placement; types whose GPU has no profile and none can be estimated are pruned with that reason; with
@@ -167,6 +167,7 @@ def plan_job(
         infeasibility=name_the_quota(plan.infeasibility, spec),
         profile_sources=dict(resolved.sources),
         profile_errors=errors,
+        network_sources=dict(resolved.net_notes),
         spec_name=spec.name,
         notes=plan.notes + resolved.warnings,
     )

@@ -5,7 +5,9 @@ profiles bundled with srifty for that model, or, for GPU types with neither, fro
 with the calibrated GPU model (:mod:`srifty.compute.calibrated`) of the closest measured profile; every
 source is recorded so the plan can say which numbers were measured and which were estimated, and each
 estimate carries its expected error. The bandwidth model is the spec's ``network_model`` file or the
-embedded default, which was measured on srifty's network testbed.
+embedded default (emulated-testbed probes and public nccl-tests tables of real clusters); for every
+candidate type the plan says whether the model was trained on it or answers from other machines'
+measurements (:func:`describe_network`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from srifty.catalog import Catalog, InstanceType
 from srifty.compute import Profile, load_profile
@@ -38,6 +42,7 @@ class PlanInputs:
     measure_hints: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     unplannable: dict[str, str] = field(default_factory=dict)
+    net_notes: dict[str, str] = field(default_factory=dict)
 
 
 def _check_model(profile: Profile, spec: JobSpec, origin: str) -> None:
@@ -134,12 +139,38 @@ def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Prof
 
 
 def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:
-    """The spec's bandwidth model file, or the embedded default (measured on the network testbed)."""
+    """The spec's bandwidth model file, or the embedded default (see :mod:`srifty.network.default`)."""
     from srifty.network import BandwidthModel, load_default_model
+    from srifty.network.default import DEFAULT_MODEL_SOURCE
 
     if spec.network_model is not None:
         return BandwidthModel.load(spec.network_model), f"file: {spec.network_model}"
-    return load_default_model(), "embedded default, measured on srifty's network testbed (tc-shaped links)"
+    return load_default_model(), DEFAULT_MODEL_SOURCE
+
+
+#: The transfer a network note describes: a 64 MiB gradient bucket (bandwidth-bound on every fabric).
+NOTE_SIZE_BYTES = 64 * 2**20
+
+
+def describe_network(net: Any, instances: Sequence[InstanceType]) -> dict[str, str]:
+    """Per instance type, where the bandwidth model's answer for it comes from and how far off such answers
+    were on held-out data, between 2 VMs and (for several GPUs per VM) within one; empty for a model that
+    cannot say (``explain``)."""
+    from srifty.sim.netquery import feature_frame
+
+    explain = getattr(net, "explain", None)
+    unique = list({i.name: i for i in instances}.values())
+    if explain is None or not unique:
+        return {}
+    sizes = np.array([float(NOTE_SIZE_BYTES)])
+    blocks = [(sizes, 2 * i.gpus_per_vm, 2, i) for i in unique]
+    blocks += [(sizes, i.gpus_per_vm, 1, i) for i in unique if i.gpus_per_vm > 1]
+    lines = iter(explain(feature_frame(blocks)))
+    notes = {i.name: f"between VMs: {next(lines)}" for i in unique}
+    for i in unique:
+        if i.gpus_per_vm > 1:
+            notes[i.name] += f"; inside one VM: {next(lines)}"
+    return notes
 
 
 def resolve(
@@ -154,4 +185,8 @@ def resolve(
     unplannable: dict[str, str] | None = {} if (spec.auto_candidates if tolerant is None else tolerant) else None
     profiles, sources, hints, warnings = resolve_profiles(spec, catalog, instances, unplannable)
     net, net_source = resolve_net_model(spec)
-    return PlanInputs(profiles, sources, net, net_source, hints, tuple(warnings), unplannable or {})
+    targets = instances if instances is not None else [o.instance for o in expand_offers(spec, catalog)]
+    plannable = [t for t in targets if not unplannable or t.name not in unplannable]
+    return PlanInputs(
+        profiles, sources, net, net_source, hints, tuple(warnings), unplannable or {}, describe_network(net, plannable)
+    )

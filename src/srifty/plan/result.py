@@ -72,6 +72,7 @@ class Plan:
     profile_sources: dict[str, str] = field(default_factory=dict)
     profile_errors: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    network_sources: dict[str, str] = field(default_factory=dict)
     spec_name: str | None = None
     spec_digest: str | None = None
     evaluated: tuple[Scored, ...] = ()
@@ -133,6 +134,7 @@ class Plan:
             },
             "profile_sources": self.profile_sources,
             "profile_expected_errors": self.profile_errors,
+            "network_sources": self.network_sources,
             "notes": list(self.notes),
             "explanation": list(self.explanation),
             "evaluated": [point_dict(s) for s in self.evaluated],

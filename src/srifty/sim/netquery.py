@@ -4,8 +4,13 @@ The paper measures bandwidth per instance type only, because in synchronous trai
 bandwidth sets everyone's: for a heterogeneous configuration each transfer's ``b_bus`` is the minimum over
 its instance types, and ``b_cap`` is the saturated bus bandwidth of the slowest type (the largest value
 its model predicts over message sizes up to 512 MiB). A configuration of a single multi-GPU VM never
-touches the network; its level comes from the GPU datasheet's intra-node link instead (see
-:func:`_intra_node`).
+touches the network: a model that learned such configurations from NVLink/PCIe measurements (its
+``predicts_intra_node`` is true, as for srifty's embedded default) answers for them itself; for any other
+model the level comes from the GPU datasheet's intra-node link (see :func:`_intra_node`).
+
+A model that also knows how wrong it tends to be (``residual_quantiles``, as
+:class:`~srifty.network.BandwidthModel`) is asked for that too (:func:`spread_many`): the simulator draws
+each iteration's communication time from it.
 """
 
 from __future__ import annotations
@@ -30,12 +35,20 @@ CAP_GRID_BYTES = np.array([2.0**k for k in range(10, 30)])
 INTRA_NODE_EFFICIENCY = 0.85
 
 
+#: Quantile levels of the spread the simulator samples communication time from.
+SPREAD_LEVELS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975, 0.99)
+
+
 class BusBandwidthModel(Protocol):
     """Anything that predicts allreduce bus bandwidth (bytes/s) for rows of features."""
 
     def predict_busbw_bytes_per_s(self, frame: Any) -> NDArray[np.float64]:
         """One prediction per row; rows carry ``size_bytes``, ``world_size`` and optional features."""
         ...
+
+
+def _predicts_intra_node(model: BusBandwidthModel) -> bool:
+    return bool(getattr(model, "predicts_intra_node", False))
 
 
 def config_busbw_bytes_per_s(
@@ -87,12 +100,13 @@ def config_busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) 
             blocks.append(block)
         order.append(index[key])
 
+    datasheet = not _predicts_intra_node(model)
     for r in requests:
         if not r.instances:
             raise SriftyError("no instance types to query the bandwidth model for")
         for inst in r.instances:
             add((np.asarray(r.sizes_bytes, dtype=float), r.world_size, r.n_nodes, inst))
-            if _is_intra_node(r.n_nodes, inst):
+            if datasheet and _is_intra_node(r.n_nodes, inst):
                 add((CAP_GRID_BYTES, r.world_size, 1, inst))
     unique = list(_predict_blocks(model, blocks))
     predictions = iter([unique[i] for i in order])
@@ -101,13 +115,39 @@ def config_busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) 
         best: NDArray[np.float64] | None = None
         for inst in r.instances:
             pred = next(predictions)
-            if _is_intra_node(r.n_nodes, inst):
+            if datasheet and _is_intra_node(r.n_nodes, inst):
                 pred = _intra_node(pred, next(predictions), inst)
             best = pred if best is None else np.minimum(best, pred)
         assert best is not None
         if np.any(~np.isfinite(best)) or np.any(best <= 0):
             raise SriftyError(f"bandwidth model predicted non-positive bus bandwidth for {r.instances[0].name}")
         out.append(best)
+    return out
+
+
+def spread_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list[NDArray[np.float64] | None]:
+    """For each request, quantiles at :data:`SPREAD_LEVELS` of ``log(true / predicted)`` bus bandwidth of
+    its transfers (weighted by bytes), from a model that knows them (``residual_quantiles``); ``None``
+    for every request otherwise. A mixed configuration takes its least-known instance type (widest
+    80 % range): its slowest link sets everyone's pace, and it is the one the model is least sure of."""
+    ask = getattr(model, "residual_quantiles", None)
+    if ask is None or not requests:
+        return [None] * len(requests)
+    blocks = [(r.sizes_bytes, r.world_size, r.n_nodes, inst) for r in requests for inst in r.instances]
+    quantiles = np.asarray(ask(feature_frame(blocks), SPREAD_LEVELS), dtype=float)
+    lo, hi = SPREAD_LEVELS.index(0.1), SPREAD_LEVELS.index(0.9)
+    out: list[NDArray[np.float64] | None] = []
+    start = 0
+    for r in requests:
+        weights = np.asarray(r.sizes_bytes, dtype=float)
+        widest: NDArray[np.float64] | None = None
+        for _ in r.instances:
+            rows = quantiles[start : start + len(weights)]
+            start += len(weights)
+            mixed = weights @ rows / weights.sum() if weights.sum() > 0 else rows.mean(axis=0)
+            if widest is None or mixed[hi] - mixed[lo] > widest[hi] - widest[lo]:
+                widest = mixed
+        out.append(widest)
     return out
 
 

@@ -19,6 +19,14 @@ same in every iteration, so it is not added to the per-iteration spread: the res
 ``iter_mean_error_s`` (the largest expected error of the configuration's profiles, times the compute share
 of the iteration, times the mean) and the p5/p95 are widened by it in quadrature.
 
+Network uncertainty: where the bandwidth model knows how far off it tends to be for the configuration
+(quantiles of held-out ``log(true / predicted)`` bus bandwidth, see :func:`~srifty.sim.netquery.spread_many`),
+each iteration draws one factor ``f`` on all its communication times from that distribution, centred on
+the model's prediction (wide for a fabric never probed, narrow for one probed on many allocations). Scaling
+every transfer's duration by ``f`` is the same as running the exchange on a clock ``f`` times slower, so
+``t_pe(t_bwd; f) = f · t_pe(t_bwd / f; 1)``, read off the same cached curve: no extra event simulation.
+Other models (alpha-beta, Paleo) give no spread, and communication is then as predicted.
+
 All randomness comes from the ``numpy.random.Generator`` passed in; nothing reads the clock.
 """
 
@@ -36,7 +44,14 @@ from srifty.catalog import InstanceType
 from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SriftyError
 from srifty.sim.allreduce import OverlapMode, simulate_allreduce
-from srifty.sim.netquery import CAP_GRID_BYTES, BusBandwidthModel, NetRequest, config_busbw_many
+from srifty.sim.netquery import (
+    CAP_GRID_BYTES,
+    SPREAD_LEVELS,
+    BusBandwidthModel,
+    NetRequest,
+    config_busbw_many,
+    spread_many,
+)
 from srifty.sim.result import SimResult
 from srifty.vocab.busbw import bus_bytes
 from srifty.vocab.config import Config
@@ -56,6 +71,8 @@ class SimOptions:
         overlap: ``"fair_share"`` (the paper's sharing rule) or ``"sequential"`` (one stream).
         bucket_cap_mb: re-bucket with this DDP ``bucket_cap_mb``; ``None`` keeps the profile's buckets.
         spread_scale: multiplies every measured standard deviation (1 = as measured).
+        net_spread_scale: multiplies the bandwidth model's log-spread of communication time (1 = as the
+            model says, 0 = communication exactly as predicted).
     """
 
     iters: int = 100
@@ -63,6 +80,7 @@ class SimOptions:
     overlap: OverlapMode = "fair_share"
     bucket_cap_mb: float | None = None
     spread_scale: float = 1.0
+    net_spread_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -110,8 +128,8 @@ class Simulator:
         if self.options.iters < 1:
             raise SriftyError("the simulator needs at least one iteration")
         self._compute_cache: dict[tuple[int, int], _GroupCompute] = {}
-        self._pe_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], NDArray[np.float64], float, int]] = {}
-        self._net_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], float]] = {}
+        self._pe_cache: dict[tuple[object, ...], _PeCurve] = {}
+        self._net_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], float, NDArray[np.float64] | None]] = {}
 
     def profile_for(self, instance: InstanceType) -> Profile:
         """The profile used for ``instance`` (see :func:`profile_for`)."""
@@ -140,10 +158,8 @@ class Simulator:
         )
         return np.array([b.start_frac for b in buckets]), np.array([b.size_bytes for b in buckets], dtype=float)
 
-    def _pe_curve(
-        self, config: Config, slowest: InstanceType, profile: Profile, bwd_ms: float, cv: float
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, int]:
-        """``(t_bwd grid s, t_pe grid s, b_cap, n_transfers)`` for this configuration's network."""
+    def _pe_curve(self, config: Config, slowest: InstanceType, profile: Profile, bwd_ms: float, cv: float) -> _PeCurve:
+        """``(t_bwd grid s, t_pe grid s, b_cap, n_transfers, network spread)`` for this configuration."""
         types = tuple(sorted({(g.instance.name, g.instance.region) for g in config.groups}))
         key = (id(profile), slowest.name, bwd_ms, config.world_size, config.n_vms, types, self.options)
         hit = self._pe_cache.get(key)
@@ -155,14 +171,14 @@ class Simulator:
         mean_bwd_s = bwd_ms * MS
         grid = np.array([max(1.0 - 3.0 * cv, 0.05), 1.0, 1.0 + 3.0 * cv]) * mean_bwd_s
         if world <= 1 or len(sizes) == 0:
-            hit = (grid, np.zeros_like(grid), float("inf"), 0)
+            hit = (grid, np.zeros_like(grid), float("inf"), 0, None)
         else:
-            busbw, cap = self._network(profile, sizes, world, config.n_vms, instances, types)
+            busbw, cap, spread = self._network(profile, sizes, world, config.n_vms, instances, types)
             moved = bus_bytes(sizes, world)
             pe = np.array(
                 [simulate_allreduce(fracs * t_bwd, moved, busbw, cap, self.options.overlap).end_s for t_bwd in grid]
             )
-            hit = (grid, np.maximum.accumulate(pe), cap, len(sizes))
+            hit = (grid, np.maximum.accumulate(pe), cap, len(sizes), spread)
         self._pe_cache[key] = hit
         return hit
 
@@ -174,8 +190,8 @@ class Simulator:
         n_vms: int,
         instances: list[InstanceType],
         types: tuple[tuple[str, str], ...],
-    ) -> tuple[NDArray[np.float64], float]:
-        """``(b_bus per transfer, b_cap)``, cached by everything they depend on (not the batch)."""
+    ) -> tuple[NDArray[np.float64], float, NDArray[np.float64] | None]:
+        """``(b_bus per transfer, b_cap, spread)``, cached by everything they depend on (not the batch)."""
         key = (id(profile), world, n_vms, types)
         if key not in self._net_cache:
             self._fill_network(
@@ -185,11 +201,20 @@ class Simulator:
 
     def _fill_network(self, requests: Mapping[tuple[object, ...], NetRequest]) -> None:
         """Answer many network questions with one bandwidth-model call; each asks for its transfers' sizes
-        followed by the cap grid."""
+        followed by the cap grid. The spread is asked about the transfers alone."""
         answers = config_busbw_many(self.net_model, list(requests.values()))
-        for key, request, both in zip(requests, requests.values(), answers, strict=True):
-            n = len(request.sizes_bytes) - len(CAP_GRID_BYTES)
-            self._net_cache[key] = (both[:n], float(np.max(both[n:])))
+        transfers_only = [
+            NetRequest(r.sizes_bytes[: len(r.sizes_bytes) - len(CAP_GRID_BYTES)], r.world_size, r.n_nodes, r.instances)
+            for r in requests.values()
+        ]
+        spreads = (
+            spread_many(self.net_model, transfers_only)
+            if self.options.net_spread_scale > 0
+            else [None] * len(transfers_only)
+        )
+        for key, request, both, spread in zip(requests, transfers_only, answers, spreads, strict=True):
+            n = len(request.sizes_bytes)
+            self._net_cache[key] = (both[:n], float(np.max(both[n:])), spread)
 
     def prefetch(self, configs: Iterable[Config]) -> None:
         """Ask the bandwidth model about every configuration in ``configs`` at once (a planner's search
@@ -240,12 +265,11 @@ class Simulator:
         slow_profile = self.profile_for(slowest.instance)
         slow_compute = computes[slowest_index]
         cv = slow_compute.compute_std_ms / max(means[slowest_index], 1e-12)
-        grid, pe_grid, cap, n_transfers = self._pe_curve(
+        grid, pe_grid, cap, n_transfers, spread = self._pe_curve(
             config, slowest.instance, slow_profile, slow_compute.bwd_ms, cv
         )
-        t_pe = np.interp(t_bwd, grid, pe_grid) + np.where(
-            t_bwd > grid[-1], (t_bwd - grid[-1]) * _end_slope(grid, pe_grid), 0.0
-        )
+        factor = self._comm_factors(spread, rng)
+        t_pe = factor * _pe_at(t_bwd / factor, grid, pe_grid)
         t_iter = t_fw + np.maximum(t_bwd, t_pe) + t_step
         ordered = np.sort(t_iter)
         mean = float(ordered.sum()) / iters
@@ -278,6 +302,26 @@ class Simulator:
             estimated_profiles=estimated,
             iter_mean_error_s=error_rel * mean,
         )
+
+    def _comm_factors(self, spread: NDArray[np.float64] | None, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Per iteration, the factor on every communication time (1 without a spread): ``exp(−e)`` for
+        ``e`` drawn from the log-busbw residual quantiles, centred on their median."""
+        scale = self.options.net_spread_scale
+        if spread is None or scale <= 0:
+            return np.ones(self.options.iters)
+        deviation = np.interp(rng.random(self.options.iters), SPREAD_LEVELS, spread) - spread[_MEDIAN]
+        return np.exp(-scale * deviation)
+
+
+_PeCurve = tuple[NDArray[np.float64], NDArray[np.float64], float, int, NDArray[np.float64] | None]
+_MEDIAN = SPREAD_LEVELS.index(0.5)
+
+
+def _pe_at(t_bwd: NDArray[np.float64], grid: NDArray[np.float64], pe_grid: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``t_pe`` at backward times ``t_bwd``: the cached curve, extended linearly past its last point."""
+    return np.interp(t_bwd, grid, pe_grid) + np.where(
+        t_bwd > grid[-1], (t_bwd - grid[-1]) * _end_slope(grid, pe_grid), 0.0
+    )
 
 
 def _widened(quantile: float, mean: float, error_s: float, z: float) -> float:

@@ -150,11 +150,12 @@ def srifty_predictor(knowledge: Knowledge) -> Predictor:
 
 
 def default_alpha_beta() -> BusBandwidthModel:
-    """APM's alpha-beta model fitted on the embedded default probes (measured on the network testbed)."""
-    from srifty.network import load_default_probes
+    """APM's alpha-beta model fitted on the rows srifty's embedded default is fitted on (the network
+    testbed's probes and the public nccl-tests tables), so that both know the same machines."""
+    from srifty.network.default import load_default_training_set
     from srifty.plan.methods.alpha_beta import AlphaBetaModel
 
-    return AlphaBetaModel().fit(load_default_probes())
+    return AlphaBetaModel().fit(load_default_training_set())
 
 
 def apm_from(knowledge: Knowledge) -> Predictor:

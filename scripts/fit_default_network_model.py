@@ -1,0 +1,53 @@
+"""Fit srifty's embedded default bandwidth model on the embedded testbed probes and public tables.
+
+Run from the repository root (heavy on a shared machine: hold the CPU lock):
+
+    flock /tmp/srifty-cpu.lock python scripts/fit_default_network_model.py
+
+Writes ``src/srifty/network/data/default-net.*`` (the sidecar records the fingerprints of the three data
+files and these settings); ``src/srifty/network/data/README.md`` describes the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from srifty.network.dataset import file_fingerprint
+from srifty.network.default import DEFAULT_MODEL_FILE, default_probes_path, load_default_training_set
+from srifty.network.model import BandwidthModel
+from srifty.network.public import ROWS_FILE, TABLES_FILE
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "srifty" / "network" / "data"
+#: Location columns say only "testbed" or "public" here, which the backend column already says; a
+#: planner's query says "aws". So the default uses the backend alone among the categorical features.
+CATEGORICAL = ("backend",)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    frame = load_default_training_set()
+    sources = [default_probes_path(), DATA / TABLES_FILE, DATA / ROWS_FILE]
+    provenance = {
+        "datasets": [{"path": f"srifty/network/data/{p.name}", "fingerprint": file_fingerprint(p)} for p in sources],
+        "command": "python scripts/fit_default_network_model.py "
+        f"--trials {args.trials} --folds {args.folds} --seed {args.seed}",
+    }
+    model = BandwidthModel(
+        categorical_features=CATEGORICAL, n_trials=args.trials, n_folds=args.folds, seed=args.seed, n_jobs=1
+    )
+    model.fit(frame, provenance=provenance)
+    paths = model.save(DATA / DEFAULT_MODEL_FILE)
+    for side in ("small", "large"):
+        print(side, model.metrics_[side], model.quantiles_[side].counts)
+    print(f"wrote {', '.join(p.name for p in paths.values())} in {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
