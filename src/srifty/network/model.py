@@ -171,12 +171,16 @@ def training_set_hash(frame: pd.DataFrame, columns: list[str]) -> str:
 @dataclass(frozen=True)
 class _SideFit:
     """What one side of the MTU learned: the booster, its knot sizes (all training sizes, and each probed
-    configuration's own) and the residual curves."""
+    configuration's own: its keys are the probed configurations) and the residual curves."""
 
     booster: Any
     knots_bytes: FloatArray
     key_knots_bytes: Mapping[str, FloatArray]
     curves: ResidualCurves
+
+    def probed(self, keys: npt.NDArray[np.str_]) -> npt.NDArray[np.bool_]:
+        """Whether each row's configuration was in the training set on this side of the MTU."""
+        return np.isin(keys, list(self.key_knots_bytes))
 
     def knot_sets(self, keys: npt.NDArray[np.str_]) -> tuple[list[FloatArray], npt.NDArray[np.int64]]:
         """Knot sets and each row's set: its configuration's own sizes where probed, else all sizes."""
@@ -343,7 +347,7 @@ class BandwidthModel:
         booster = self._train(params, data.x[rows], data.y[rows], data.weights[rows])
         keys, sizes = data.keys[rows], data.sizes[rows]
         knots = knot_sizes(sizes) if self.smooth_sizes else np.zeros(0)
-        fit = _SideFit(booster, knots, _key_knots(keys, sizes) if self.smooth_sizes else {}, ResidualCurves())
+        fit = _SideFit(booster, knots, _key_knots(keys, sizes), ResidualCurves())
         if not self.residual_curves:
             return fit
         residual = data.y[rows] - self._booster_label(side, fit, data.x[rows], keys)
@@ -502,7 +506,7 @@ class BandwidthModel:
             label = self._pipeline_label(side, fit, data.x[test], data.keys[test], data.sizes[test])
             residuals.append(data.y[test] - label)
             weights.append(data.weights[test])
-            classes.append(np.where(np.isin(data.keys[test], data.keys[train]), "probed", "unprobed"))
+            classes.append(np.where(fit.probed(data.keys[test]), "probed", "unprobed"))
         if not all_folds:
             return ResidualQuantiles.fit(np.zeros(0), np.zeros(0), np.zeros(0, dtype=str))
         return ResidualQuantiles.fit(np.concatenate(residuals), np.concatenate(weights), np.concatenate(classes))
@@ -531,7 +535,7 @@ class BandwidthModel:
             if mask.any():
                 fit = self.sides_[side]
                 label[mask] = self._pipeline_label(side, fit, x[mask], keys[mask], sizes[mask])
-                classes[mask] = np.where(fit.curves.known(keys[mask]), "probed", "unprobed")
+                classes[mask] = np.where(fit.probed(keys[mask]), "probed", "unprobed")
         if self.smooth_sizes:
             self._bridge_the_mtu(label, x, keys, sizes)
         return label, keys, classes.astype(str)
@@ -590,7 +594,7 @@ class BandwidthModel:
         out = np.zeros((len(data), np.atleast_1d(np.asarray(levels)).size))
         for side, mask in (("small", small), ("large", ~small)):
             if mask.any():
-                classes = np.where(self.sides_[side].curves.known(keys[mask]), "probed", "unprobed")
+                classes = np.where(self.sides_[side].probed(keys[mask]), "probed", "unprobed")
                 out[mask] = self.quantiles_[side].at(classes, levels)
         return out
 
