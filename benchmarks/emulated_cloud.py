@@ -6,8 +6,8 @@ profiles committed in ``benchmarks/results/emulated_cloud/sources`` (CPU measure
 there), and write the raw results beside them and their section of BENCHMARKS.md. Heavy: hold the
 measurement lock on a shared machine.
 
-    flock /tmp/srifty-measure.lock python -m benchmarks.emulated_cloud cases
-    flock /tmp/srifty-measure.lock python -m benchmarks.emulated_cloud accuracy
+    flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud cases
+    flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud accuracy
 
 ``--before DIR`` (a folder with an earlier run's ``cases.csv`` / ``accuracy.csv``, as ``srifty eval`` writes
 them) adds srifty's figures of that run beside this one's.
@@ -58,6 +58,10 @@ def _cloud_lines(cloud: dict[str, object]) -> list[str]:
     ]
 
 
+def _before_arg(before: Path | None) -> str:
+    return "" if before is None else f" --before {_rel(before)}"
+
+
 def cases_before_after(before: Path, after: Path) -> list[str]:
     """srifty's choice and ratio to the optimum per case, in an earlier run and in this one."""
     old, new = (pd.read_csv(p / "cases.csv") for p in (before, after))
@@ -104,7 +108,8 @@ def cases(seed: int, before: Path | None = None) -> None:
     run = run_cases(specs, CaseSettings(seed=seed, profile_dirs=(SOURCES,)), lambda m: print(m, flush=True))
     json_path, csv_path = save_cases(run, RESULTS)
     command = (
-        f"flock /tmp/srifty-measure.lock python -m benchmarks.emulated_cloud cases --seed {seed}` (or, the same "
+        f"flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud cases --seed {seed}"
+        f"{_before_arg(before)}` (or, the same "
         f"code: `srifty eval cases --seed {seed} --profiles {_rel(SOURCES)} --out {_rel(RESULTS)}`)"
     )
     s = run.settings
@@ -147,6 +152,8 @@ def cases(seed: int, before: Path | None = None) -> None:
         f"results: `{_rel(csv_path)}` (one row per case and method) and `{_rel(json_path)}` (every "
         "configuration judged, with srifty's and APM's predictions; `srifty report` charts it).",
     ]
+    if before is not None:
+        body += ["", *cases_before_after(before, RESULTS)]
     write_section(CASES_SECTION, "\n".join(body))
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
 
@@ -158,7 +165,8 @@ def accuracy(seed: int, before: Path | None = None) -> None:
     json_path, csv_path = save_accuracy(run, RESULTS)
     s = run.settings
     command = (
-        f"flock /tmp/srifty-measure.lock python -m benchmarks.emulated_cloud accuracy --seed {seed}` (or: "
+        f"flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud accuracy --seed {seed}"
+        f"{_before_arg(before)}` (or: "
         f"`srifty eval accuracy --seed {seed} --profiles {_rel(SOURCES)} --out {_rel(RESULTS)}`)"
     )
     body = [

@@ -507,7 +507,9 @@ def render(now: dict[str, Any], before: dict[str, Any] | None, frame: pd.DataFra
     """The Markdown section (without its heading)."""
     command = (
         "flock /tmp/srifty-cpu.lock python -m benchmarks.network_accuracy "
-        f"--trials {args.trials} --folds {args.folds} --seed {args.seed} --save {args.save} --write"
+        f"--trials {args.trials} --folds {args.folds} --seed {args.seed} --save {args.save}"
+        + (f" --before {args.before}" if args.before else "")
+        + " --write"
     )
     lines = [
         f"Measured on {datetime.now(UTC):%Y-%m-%d} with `{command}` ({args.elapsed_s / 60:.0f} min) on {machine()}.",
