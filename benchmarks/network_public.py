@@ -71,6 +71,15 @@ def loglog_interpolation(train: pd.DataFrame, test: pd.DataFrame) -> FloatArray:
     return out
 
 
+def predictions(model: Any, frame: pd.DataFrame, *keep: str, **extra: Any) -> pd.DataFrame:
+    """Per row of ``frame``: its ``keep`` columns, table, size, truth, the model, its 80 % interval and
+    ``extra`` columns."""
+    low, high = _interval(model, frame)
+    columns = {name: frame[name].to_numpy() for name in ("table_id", *keep, "size_bytes")}
+    truth = {"truth": frame["busbw_bytes_per_s"].to_numpy(), "model": model.predict_busbw_bytes_per_s(frame)}
+    return pd.DataFrame({**columns, **truth, "low": low, "high": high, **extra})
+
+
 def alternate_sizes(make_model: ModelFactory, trials: int, seed: int) -> pd.DataFrame:
     """Per held-out row: table, size, truth, the model, its 80 % interval and log-log interpolation."""
     frame = nccl_tests_tables().assign(instance_type=lambda f: f["table_id"])
@@ -78,18 +87,7 @@ def alternate_sizes(make_model: ModelFactory, trials: int, seed: int) -> pd.Data
     train, test = frame[~held_out], frame[held_out]
     categorical = (*DEFAULT_CATEGORICAL_FEATURES, "table_id")
     model = make_model(n_trials=trials, n_folds=3, seed=seed, categorical_features=categorical).fit(train)
-    low, high = _interval(model, test)
-    return pd.DataFrame(
-        {
-            "table_id": test["table_id"].to_numpy(),
-            "size_bytes": test["size_bytes"].to_numpy(),
-            "truth": test["busbw_bytes_per_s"].to_numpy(),
-            "model": model.predict_busbw_bytes_per_s(test),
-            "low": low,
-            "high": high,
-            "interpolation": loglog_interpolation(train, test),
-        }
-    )
+    return predictions(model, test, interpolation=loglog_interpolation(train, test))
 
 
 def fabric_of(frame: pd.DataFrame) -> pd.Series:
@@ -107,42 +105,18 @@ def leave_one_fabric_out(make_model: ModelFactory, trials: int, seed: int) -> pd
         test_mask = (fabric == held).to_numpy()
         train, test = frame[~test_mask], frame[test_mask]
         model = make_model(n_trials=trials, n_folds=3, seed=seed + i).fit(train)
-        low, high = _interval(model, test)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "fabric": held,
-                    "table_id": test["table_id"].to_numpy(),
-                    "size_bytes": test["size_bytes"].to_numpy(),
-                    "truth": test["busbw_bytes_per_s"].to_numpy(),
-                    "model": model.predict_busbw_bytes_per_s(test),
-                    "low": low,
-                    "high": high,
-                    "alpha_beta": AlphaBetaModel().fit(train).predict_busbw_bytes_per_s(test),
-                    "rated_link": rated_link_bytes_per_s(test),
-                }
-            )
-        )
+        baselines = {
+            "alpha_beta": AlphaBetaModel().fit(train).predict_busbw_bytes_per_s(test),
+            "rated_link": rated_link_bytes_per_s(test),
+        }
+        parts.append(predictions(model, test, **baselines).assign(fabric=held))
     return pd.concat(parts, ignore_index=True)
 
 
 def check_points(model: Any) -> pd.DataFrame:
     """The model against the public measurements marked ``check`` (never trained on)."""
     frame = load_public_probes(("check",))
-    low, high = _interval(model, frame)
-    return pd.DataFrame(
-        {
-            "table_id": frame["table_id"].to_numpy(),
-            "instance_type": frame["instance_type"].to_numpy(),
-            "n_nodes": frame["n_nodes"].to_numpy(),
-            "world_size": frame["world_size"].to_numpy(),
-            "size_bytes": frame["size_bytes"].to_numpy(),
-            "truth": frame["busbw_bytes_per_s"].to_numpy(),
-            "model": model.predict_busbw_bytes_per_s(frame),
-            "low": low,
-            "high": high,
-        }
-    )
+    return predictions(model, frame, "instance_type", "n_nodes", "world_size")
 
 
 def ape(pred: npt.ArrayLike, truth: npt.ArrayLike) -> FloatArray:
