@@ -266,9 +266,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
     return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
-def _median(values: list[float | None]) -> float | None:
+def _median(values: list[float | None], reduce: Any = np.median) -> float | None:
+    """``reduce`` (the median by default) of the finite values, or ``None``."""
     finite = [v for v in values if v is not None and np.isfinite(v)]
-    return float(np.median(finite)) if finite else None
+    return float(reduce(finite)) if finite else None
+
+
+def _mean(values: list[float | None]) -> float | None:
+    return _median(values, np.mean)
 
 
 def render_public(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
@@ -350,6 +355,29 @@ def render_public(now: dict[str, Any], before: dict[str, Any] | None) -> list[st
             _frac(_median([f["alpha_beta"] for f in figs])),
             _frac(_median([f["rated_link"] for f in figs])),
             _frac(_median([f["coverage"] for f in figs])),
+        ]
+    )
+    rows.append(
+        [
+            "**mean over tables**",
+            "",
+            _frac(_mean([f["model"] for f in old_figs])),
+            f"**{_frac(_mean([f['model'] for f in figs]))}**",
+            _frac(_mean([f["alpha_beta"] for f in figs])),
+            _frac(_mean([f["rated_link"] for f in figs])),
+            _frac(_mean([f["coverage"] for f in figs])),
+        ]
+    )
+    pooled, old_pooled = loto.get("all_above", {}), prev_loto.get("all_above", {})
+    rows.append(
+        [
+            "**all held-out rows > MTU, pooled**",
+            "",
+            _frac(old_pooled.get("model")),
+            f"**{_frac(pooled.get('model'))}**",
+            _frac(pooled.get("alpha_beta")),
+            "",
+            _frac(loto.get("coverage")),
         ]
     )
     lines += [
