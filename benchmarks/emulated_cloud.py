@@ -78,7 +78,8 @@ def cases_before_after(before: Path, after: Path) -> list[str]:
         for frame in (old, new):
             hit = frame[(frame["case"] == case) & (frame["method"] == "srifty")]
             ratio = hit["ratio_to_optimum"].iloc[0] if len(hit) else float("nan")
-            row += [str(hit["config"].iloc[0]) if len(hit) else "—", "—" if pd.isna(ratio) else f"{ratio:.3f}"]
+            config = hit["config"].iloc[0] if len(hit) else None
+            row += ["no plan" if pd.isna(config) else str(config), "—" if pd.isna(ratio) else f"{ratio:.3f}"]
         lines.append("| " + " | ".join(row) + " |")
     return [
         f"Before and after issue #14 (srifty only; before: `{_rel(before)}`): before {summary[0]}; after {summary[1]}.",
@@ -227,7 +228,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--before", type=Path, default=None, help="an earlier run's folder of cases/accuracy CSVs")
     args = parser.parse_args()
-    (cases if args.what == "cases" else accuracy)(args.seed, args.before)
+    before = None if args.before is None else args.before.resolve()
+    (cases if args.what == "cases" else accuracy)(args.seed, before)
 
 
 if __name__ == "__main__":
