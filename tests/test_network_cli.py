@@ -92,7 +92,7 @@ def _csv(tmp_path: Path, frame: pd.DataFrame, name: str = "probes.csv") -> str:
             lambda f: f.assign(world_size=np.where(f.index == 3, np.nan, f["world_size"])),
             "world_size must be at least 1 rank",
         ),
-        (lambda f: f.assign(timestamp_s=np.nan), "no valid timestamp_s"),
+        (lambda f: f.assign(timestamp_s=np.nan), "timestamp_s must be a time in seconds since the epoch"),
         (lambda f: f.iloc[:0], "no rows"),
     ],
 )
