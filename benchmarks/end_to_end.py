@@ -12,7 +12,9 @@ simulator is compared with APM (linear compute through the profiled batches, alp
 on the same probe set, compute + communication without overlap, no variance).
 
 Run as root: ``python -m benchmarks.end_to_end`` (about 20 minutes on 2 cores). Writes BENCHMARKS.md
-("End-to-end iteration-time prediction") and ``benchmarks/results/end_to_end.json``.
+("End-to-end iteration-time prediction") and ``benchmarks/results/end_to_end.json``. ``--repredict``
+(no root, seconds) keeps the last run's measurements and profiles and predicts them again with the current
+models; the previous srifty predictions are shown beside the new ones.
 
 Profiles are measured on this machine: a profile in ``--profiles-dir`` is reused only if it records this
 machine (:func:`srifty.compute.provenance.require_this_machine`); otherwise it is measured again here,
@@ -37,6 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -131,10 +134,15 @@ def joining(cgroup: Path) -> Callable[[], None]:
     return join
 
 
+def profile_path(case: Case, host: Host, out: Path) -> Path:
+    """Where the profile of ``case``'s model under ``host``'s CPU quota is kept."""
+    return out / f"{case.model.replace(':', '-').replace('/', '-')}_q{host.quota}.json"
+
+
 def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: ProcessGuard, remeasure: bool) -> Path:
     """``srifty profile`` of the case's model under the type's CPU quota, unless ``out`` holds a profile
     measured on this machine (one from elsewhere, or of an unknown machine, is measured again)."""
-    path = out / f"{case.model.replace(':', '-').replace('/', '-')}_q{host.quota}.json"
+    path = profile_path(case, host, out)
     if path.exists() and not remeasure:
         try:
             require_this_machine(load_profile(path), str(path), current_machine())
@@ -272,13 +280,40 @@ def measure_cases(cases: list[Case], args: argparse.Namespace, guard: ProcessGua
         check_one_machine(profiles)
         measured = run_ddp(case, cgroups, args.seed + CASES_AND_SMOKE.index(case), args.warmup, args.iters, out, guard)
         config = config_of(case)
-        sim = Simulator(profiles, net, SimOptions(iters=500))
-        ours = sim.simulate(config, np.random.default_rng(0)).iter_mean_s
-        apm = apm_predictor(profiles, alpha_beta).predict(config).iter_mean_s
+        ours, apm = predict(case, profiles, net, alpha_beta)
         truth = statistics.mean(measured)
         rows.append({"case": case.name, "config": config.notation(), "measured_s": truth,
                      "measured_std_s": statistics.stdev(measured), "srifty_s": ours, "apm_s": apm})  # fmt: skip
         print(f"{case.name}: measured {truth * 1e3:.1f} ms, srifty {ours * 1e3:.1f}, APM {apm * 1e3:.1f}", flush=True)
+    return rows
+
+
+def predict(case: Case, profiles: dict[str, Profile], net: Any, alpha_beta: Any) -> tuple[float, float]:
+    """srifty's and APM's predicted mean iteration time (s) of ``case``."""
+    config = config_of(case)
+    ours = Simulator(profiles, net, SimOptions(iters=500)).simulate(config, np.random.default_rng(0)).iter_mean_s
+    return ours, apm_predictor(profiles, alpha_beta).predict(config).iter_mean_s
+
+
+def repredict_cases(previous: list[dict], args: argparse.Namespace) -> list[dict]:  # type: ignore[type-arg]
+    """The last run's rows predicted again from its profiles with the current models (nothing measured);
+    each row keeps its first srifty prediction as ``srifty_before_s``."""
+    net = ScaledBandwidth(load_default_model(), SCALE)
+    alpha_beta = ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), SCALE)
+    by_name = {case.name: case for case in CASES_AND_SMOKE}
+    rows = []
+    for old in previous:
+        case = by_name[old["case"]]
+        profiles = {
+            emulated_type(case, host).name: load_profile(profile_path(case, host, Path(args.profiles_dir)))
+            for host in case.hosts
+        }
+        ours, apm = predict(case, profiles, net, alpha_beta)
+        rows.append({**old, "srifty_before_s": old.get("srifty_before_s", old["srifty_s"]), "srifty_s": ours,
+                     "apm_s": apm})  # fmt: skip
+        print(
+            f"{case.name}: srifty {old['srifty_s'] * 1e3:.1f} -> {ours * 1e3:.1f} ms, APM {apm * 1e3:.1f}", flush=True
+        )
     return rows
 
 
@@ -294,52 +329,68 @@ def main() -> None:
     parser.add_argument("--profiles-dir", default=str(ROOT / "benchmarks" / "results" / "end_to_end_profiles"))
     parser.add_argument("--remeasure", action="store_true", help="measure every profile again")
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md and results")
+    parser.add_argument("--repredict", action="store_true", help="predict the last run's measurements again")
     args = parser.parse_args()
     started = time.time()
+    raw_path = ROOT / "benchmarks" / "results" / "end_to_end.json"
     cases = [c for c in CASES_AND_SMOKE if c.name in args.only] if args.only else CASES
-    try:
-        with cleaned_up() as guard:
-            rows = measure_cases(cases, args, guard)
-    except KeyboardInterrupt:
-        print("interrupted (Ctrl-C); the run's processes, namespaces and cgroups are removed", file=sys.stderr)
-        sys.exit(130)
+    if args.repredict:
+        rows = repredict_cases(json.loads(raw_path.read_text(encoding="utf-8")), args)
+    else:
+        try:
+            with cleaned_up() as guard:
+                rows = measure_cases(cases, args, guard)
+        except KeyboardInterrupt:
+            print("interrupted (Ctrl-C); the run's processes, namespaces and cgroups are removed", file=sys.stderr)
+            sys.exit(130)
     if args.no_write:
         return
-    atomic_write_text(ROOT / "benchmarks" / "results" / "end_to_end.json", json.dumps(rows, indent=1))
+    atomic_write_text(raw_path, json.dumps(rows, indent=1))
+    body = render(rows, args, time.time() - started)
+    write_section("End-to-end iteration-time prediction", body)
+    print(body)
 
-    def err(key: str, row: dict) -> float:
+
+def render(rows: list[dict], args: argparse.Namespace, elapsed_s: float) -> str:  # type: ignore[type-arg]
+    """The section's Markdown; with a before column where the rows carry ``srifty_before_s``."""
+
+    def err(key: str, row: dict) -> float:  # type: ignore[type-arg]
         return (row[key] - row["measured_s"]) / row["measured_s"] * 100
 
-    lines = [
-        "| case | config | measured (ms) | srifty (ms) | error | APM (ms) | error |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    before = all("srifty_before_s" in r for r in rows)
+    keys = ("srifty_before_s", "srifty_s", "apm_s") if before else ("srifty_s", "apm_s")
+    head = "| case | config | measured (ms) | " + ("before: srifty (ms) | error | " if before else "")
+    lines = [head + "srifty (ms) | error | APM (ms) | error |", "|---|---|---|" + "---|---|" * len(keys)]
     for r in rows:
-        lines.append(
-            f"| {r['case']} | `{r['config']}` | {r['measured_s'] * 1e3:.1f} ± {r['measured_std_s'] * 1e3:.1f} | "
-            f"{r['srifty_s'] * 1e3:.1f} | {err('srifty_s', r):+.1f}% | "
-            f"{r['apm_s'] * 1e3:.1f} | {err('apm_s', r):+.1f}% |"
-        )
-    mape = {k: statistics.mean(abs(err(k, r)) for r in rows) for k in ("srifty_s", "apm_s")}
-    under = {k: sum(err(k, r) < 0 for r in rows) / len(rows) * 100 for k in ("srifty_s", "apm_s")}
-    body = "\n".join([
+        cells = [r["case"], f"`{r['config']}`", f"{r['measured_s'] * 1e3:.1f} ± {r['measured_std_s'] * 1e3:.1f}"]
+        for k in keys:
+            cells += [f"{r[k] * 1e3:.1f}", f"{err(k, r):+.1f}%"]
+        lines.append("| " + " | ".join(cells) + " |")
+    mape = {k: statistics.mean(abs(err(k, r)) for r in rows) for k in keys}
+    under = {k: sum(err(k, r) < 0 for r in rows) / len(rows) * 100 for k in keys}
+    cells = [f"{mape[k]:.1f}%" if k != "srifty_s" else f"**{mape[k]:.1f}%**" for k in keys]
+    command = (
+        "Measurements and profiles from the last full run; predictions recomputed with "
+        f"`python -m benchmarks.end_to_end --repredict` ({elapsed_s:.0f} s) after the bandwidth model changed "
+        "(issue #14; *before*: the predictions of the full run). "
+        if args.repredict
+        else f"Command: `python -m benchmarks.end_to_end` (as root; {elapsed_s / 60:.0f} min). "
+    )
+    return "\n".join([
         "Real DDP training (gloo, 1 rank per emulated host) on the namespace testbed, links at 1/50 of the",
         "family's rated bandwidth; slower types emulated by cgroup CPU quotas (cores in the type name).",
         f"Mean of {args.iters} timed iterations after {args.warmup} warm-up ones, on rank 0.",
         "",
         *lines,
         "",
-        "| | srifty | APM | paper: srifty | paper: APM |",
-        "|---|---|---|---|---|",
-        f"| MAPE | **{mape['srifty_s']:.1f}%** | {mape['apm_s']:.1f}% | 8.3% | 24% |",
-        f"| cases underestimated | {under['srifty_s']:.0f}% | {under['apm_s']:.0f}% | 52% | 93% |",
+        "| | " + ("before: srifty | " if before else "") + "srifty | APM | paper: srifty | paper: APM |",
+        "|---|" + "---|" * (len(keys) + 2),
+        "| MAPE | " + " | ".join(cells) + " | 8.3% | 24% |",
+        "| cases underestimated | " + " | ".join(f"{under[k]:.0f}%" for k in keys) + " | 52% | 93% |",
         "",
-        f"Command: `python -m benchmarks.end_to_end` (as root; {(time.time() - started) / 60:.0f} min). "
-        f"Machine: {machine_description()}.",
+        f"{command}Machine: {machine_description()}.",
         "Profiles: `benchmarks/results/end_to_end_profiles/`; raw: `benchmarks/results/end_to_end.json`.",
     ])  # fmt: skip
-    write_section("End-to-end iteration-time prediction", body)
-    print(body)
 
 
 if __name__ == "__main__":
