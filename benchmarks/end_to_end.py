@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import ROOT, machine_description, write_section
+from benchmarks.common import BENCHMARKS_MD, ROOT, machine_description, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
 from srifty.compute import Profile, load_profile
@@ -347,8 +347,24 @@ def main() -> None:
         return
     atomic_write_text(raw_path, json.dumps(rows, indent=1))
     body = render(rows, args, time.time() - started)
-    write_section("End-to-end iteration-time prediction", body)
+    write_section(SECTION, body)
     print(body)
+
+
+SECTION = "End-to-end iteration-time prediction"
+FULL_RUN = "Full run: "
+
+
+def _full_run_line() -> str:
+    """The command and machine of the last full run, as the section says them (kept by ``--repredict``)."""
+    text = BENCHMARKS_MD.read_text(encoding="utf-8")
+    section = text[text.index(f"## {SECTION}") :] if f"## {SECTION}" in text else ""
+    for line in section.splitlines()[1:]:
+        if line.startswith("## "):
+            break
+        if line.startswith(FULL_RUN) or line.startswith("Command: `python -m benchmarks.end_to_end`"):
+            return FULL_RUN + line.removeprefix(FULL_RUN).removeprefix("Command: ")
+    return FULL_RUN + "unknown (no earlier section)."
 
 
 def render(rows: list[dict], args: argparse.Namespace, elapsed_s: float) -> str:  # type: ignore[type-arg]
@@ -370,7 +386,7 @@ def render(rows: list[dict], args: argparse.Namespace, elapsed_s: float) -> str:
     under = {k: sum(err(k, r) < 0 for r in rows) / len(rows) * 100 for k in keys}
     cells = [f"{mape[k]:.1f}%" if k != "srifty_s" else f"**{mape[k]:.1f}%**" for k in keys]
     command = (
-        "Measurements and profiles from the last full run; predictions recomputed with "
+        f"{_full_run_line()}\n\nMeasurements and profiles from that full run; predictions recomputed with "
         f"`python -m benchmarks.end_to_end --repredict` ({elapsed_s:.0f} s) after the bandwidth model changed "
         "(issue #14; *before*: the predictions of the full run). "
         if args.repredict
