@@ -272,10 +272,6 @@ def _median(values: list[float | None], reduce: Any = np.median) -> float | None
     return float(reduce(finite)) if finite else None
 
 
-def _mean(values: list[float | None]) -> float | None:
-    return _median(values, np.mean)
-
-
 def render_public(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     alt, prev = now["alternate_sizes"]["tables"], (before or {}).get("alternate_sizes", {}).get("tables", {})
     rows = []
@@ -346,28 +342,20 @@ def render_public(now: dict[str, Any], before: dict[str, Any] | None) -> list[st
         )
     figs = list(loto["tables"].values())
     old_figs = list(prev_loto.get("tables", {}).values())
-    rows.append(
-        [
-            "**median over tables**",
-            "",
-            _frac(_median([f["model"] for f in old_figs])),
-            f"**{_frac(_median([f['model'] for f in figs]))}**",
-            _frac(_median([f["alpha_beta"] for f in figs])),
-            _frac(_median([f["rated_link"] for f in figs])),
-            _frac(_median([f["coverage"] for f in figs])),
-        ]
-    )
-    rows.append(
-        [
-            "**mean over tables**",
-            "",
-            _frac(_mean([f["model"] for f in old_figs])),
-            f"**{_frac(_mean([f['model'] for f in figs]))}**",
-            _frac(_mean([f["alpha_beta"] for f in figs])),
-            _frac(_mean([f["rated_link"] for f in figs])),
-            _frac(_mean([f["coverage"] for f in figs])),
-        ]
-    )
+    for name, reduce in (("median", np.median), ("mean", np.mean)):
+
+        def over(column: str, tables: list[dict[str, Any]], reduce: Any = reduce) -> str:
+            return _frac(_median([f[column] for f in tables], reduce))
+
+        rows.append(
+            [
+                f"**{name} over tables**",
+                "",
+                over("model", old_figs),
+                f"**{over('model', figs)}**",
+                *(over(column, figs) for column in ("alpha_beta", "rated_link", "coverage")),
+            ]
+        )
     pooled, old_pooled = loto.get("all_above", {}), prev_loto.get("all_above", {})
     rows.append(
         [
