@@ -1,27 +1,24 @@
-"""The emulated network truth: its mechanisms, and how it differs from srifty's own simulator.
+"""The emulated network and execution truth: their mechanisms, and the physics they are expected to show.
 
-Documented differences (``srifty.cloud.network``): srifty runs each concurrent transfer at its alone bus
-bandwidth (latency included) until the sum exceeds a cap, then shares the cap; the truth overlaps the
-transfers' latency parts and shares only their data parts, fairly, on a work-conserving link. Given the
-truth's own alone bandwidths and compute curves, srifty agrees exactly with one transfer at a time; with
-overlapping transfers they differ (below the cap the truth is slower). srifty's simulator is therefore
-not the truth in disguise.
+The probe's concurrent transfers share a work-conserving link (max-min fair); a training iteration runs its
+DDP buckets one after another on one NCCL stream as soon as every rank has them ready, overlapping backward.
+Where srifty's simulator differs (fair sharing below a cap), a test says so; none asserts that the two agree,
+which would only show that the judge copies the judged.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srifty.cloud import CloudParams, EmulatedCloud
+from srifty.cloud.iteration import fifo_end_s, group_computes, iteration_times_s
 from srifty.cloud.network import IntraLink, LinkSetup, allreduce_phases_s, drain_time_s, fair_share_finish_s
-from srifty.compute import Profile
-from srifty.sim import SimOptions, Simulator, simulate_allreduce
+from srifty.cloud.stragglers import StragglerFit
+from srifty.sim import simulate_allreduce
 from srifty.vocab import bus_bytes, make_config
-from tests.factories import cloud_source_profile
 
 PARAMS = CloudParams()
 NET = LinkSetup(n_nodes=8, streams_per_node=1, net_bytes_per_s=2e9, net_hop_latency_s=30e-6, intra=())
@@ -84,45 +81,59 @@ def test_concurrent_transfers_below_the_cap_disagree_with_srifty_as_documented()
     assert truth > 1.2 * srifty
 
 
-class AloneBusBandwidth:
-    """An oracle bandwidth model: the truth's own bus bandwidth of one transfer alone, in ``setup``."""
-
-    def __init__(self, setup: LinkSetup) -> None:
-        self.setup = setup
-
-    def predict_busbw_bytes_per_s(self, frame: pd.DataFrame) -> np.ndarray:
-        sizes = frame["size_bytes"].to_numpy(dtype=float)
-        latency, data = allreduce_phases_s(sizes, self.setup, PARAMS)
-        return bus_bytes(sizes, int(frame["world_size"].iloc[0])) / (latency + data)
+QUIET = CloudParams(
+    compute_spatial_sigma=0.0,
+    network_temporal_sigma=0.0,
+    ready_run_sigma=0.0,
+    launch_skew_mean_s=1e-12,
+    collective_launch_s=0.0,
+)
+STEADY = StragglerFit(jitter_sigma=0.0, p_enter=0.0, p_stay=0.0, threshold=0.0, excess_shape=0.0, excess_scale=0.0)
 
 
-def truth_and_srifty_iteration_s(
-    param_mib: tuple[float, ...], bucket_cap_mb: float, batch: int = 64
-) -> tuple[float, float]:
-    """Mean iteration time on a noiseless truth, and srifty's prediction from that truth's own curves and
-    alone bandwidths (perfect knowledge of everything but the sharing)."""
-    source = cloud_source_profile(param_mib=param_mib, bucket_cap_mb=bucket_cap_mb)
-    quiet = CloudParams(compute_spatial_sigma=0.0, compute_temporal_sigma=0.0, network_temporal_sigma=0.0)
-    cloud = EmulatedCloud({"synthetic": [source]}, seed=0, params=quiet)
-    config = make_config([(cloud.instance("g4dn.8xlarge"), 8, batch)])
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 3.0)), min_size=1, max_size=20))
+def test_one_stream_runs_its_allreduces_one_after_another(ops: list[tuple[float, float]]) -> None:
+    enqueue, duration = (np.array(x) for x in zip(*ops, strict=True))
+    end = 0.0
+    for e, d in zip(enqueue, duration, strict=True):
+        end = max(end, e) + d
+    assert float(fifo_end_s(enqueue[None, :], duration[None, :])[0]) == pytest.approx(end, rel=1e-12, abs=1e-12)
+
+
+def iteration_s(model: str, vms: int, batch: int, params: CloudParams = QUIET) -> tuple[float, float]:
+    """``(one iteration of vms × g4dn.8xlarge on a quiet truth, the same model's compute alone)``."""
+    cloud = EmulatedCloud([model], seed=0, params=params)
+    config = make_config([(cloud.instance("g4dn.8xlarge"), vms, batch)])
     allocation = cloud.allocate(config, np.random.default_rng(0))
-    truth_s = float(cloud.iteration_times_s(config, allocation, 5, np.random.default_rng(1)).mean())
-    truth = cloud.truth("T4")
-    curves = {p: truth.curves[p].scaled(truth.factor) for p in ("fw", "bw", "step")}
-    curves["iter"] = curves["fw"]
-    known: Profile = source.with_changes(
-        latency=curves, samples=(), device=cloud.profile("g4dn.8xlarge", np.random.default_rng(2)).device
-    )
+    groups = group_computes(config, [cloud.truth("T4")])
     setup = cloud.link_setup(config, allocation)
-    assert setup is not None
-    sim = Simulator({"T4": known}, AloneBusBandwidth(setup), SimOptions(iters=5, spread_scale=0.0))
-    return truth_s, sim.simulate(config, np.random.default_rng(3)).iter_mean_s
+    times = iteration_times_s(groups, cloud.gradients(), setup, allocation, STEADY, 3, np.random.default_rng(1), params)
+    return float(times.mean()), float(sum(cloud.truth("T4").phases_ms(batch))) / 1000
 
 
-def test_srifty_matches_the_truth_with_one_transfer_and_not_when_transfers_overlap() -> None:
-    one_truth, one_srifty = truth_and_srifty_iteration_s((24.0,), 25.0)
-    assert one_srifty == pytest.approx(one_truth, rel=1e-6)
-    # Four 2 MiB buckets overlap at batch 1: srifty slows a running transfer's latency share too when a
-    # second one starts; the truth overlaps latencies and shares only the data parts.
-    overlap_truth, overlap_srifty = truth_and_srifty_iteration_s((2.0,) * 4, 2.0, batch=1)
-    assert abs(overlap_truth / overlap_srifty - 1.0) > 0.02
+def test_one_gpu_runs_its_compute_alone() -> None:
+    alone, compute = iteration_s("resnet50", 1, 64)
+    assert alone == pytest.approx(compute, rel=1e-3)
+
+
+def test_gradients_exchanged_during_backward_are_hidden_until_the_network_is_the_bottleneck() -> None:
+    # ResNet-50 at batch 128 on 2 g4dn.8xlarge: its 100 MB of gradients mostly overlap backward.
+    two, compute = iteration_s("resnet50", 2, 128)
+    assert compute < two < 1.6 * compute
+    # VGG-16 at batch 1: 553 MB over a 50 Gbit/s link cannot hide behind a few ms of compute; the iteration is
+    # (almost) the last bucket's readiness plus the whole stream behind it, far above compute.
+    vgg, vgg_compute = iteration_s("vgg16", 2, 1)
+    assert vgg > 3 * vgg_compute
+
+
+def test_the_stream_is_slower_than_srifty_s_fair_sharing_when_buckets_queue() -> None:
+    """srifty's simulator lets concurrent transfers run side by side below a cap; the truth's one NCCL stream
+    runs them one after another, latency included: with many buckets ready at once the truth is slower."""
+    size, n = 2**20, 16
+    latency, data = allreduce_phases_s([size] * n, NET, PARAMS)
+    truth = float(fifo_end_s(np.zeros((1, n)), (latency + data)[None, :])[0])
+    moved = bus_bytes([size] * n, 8)
+    busbw = moved / (latency + data)
+    srifty = simulate_allreduce(np.zeros(n), moved, busbw, cap_bytes_per_s=float(busbw.sum()) * 2).end_s
+    assert truth > 5 * srifty

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from srifty.errors import ArtifactError
-from srifty.evaluate import save_cases
+from srifty.evaluate import run_seeds, save_cases, save_seeds
 from srifty.plan import make_plan
 from srifty.report import build_report
-from tests.eval_small import small_run, timeline_records
+from tests.eval_small import settings, small_run, timeline_records, write_specs
 from tests.test_planner import latency_ms, predictor, problem
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -49,9 +49,11 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     plan = make_plan(problem({"t4.1": 4, "t4.4": 2, "v100.4": 2}, 256), predictor(), latency_ms, mode="exhaustive")
     plan_path = plan.save(folder / "plan.json")
     cases_path, _ = save_cases(small_run(folder / "eval"), folder / "eval")
+    specs, profiles = write_specs(folder / "seeds")
+    seeds_path, _ = save_seeds(run_seeds(specs[:1], settings(profiles, methods=("srifty", "cgf")), [0, 1]), folder)
     timeline_path = folder / "timeline.json"
     timeline_path.write_text(json.dumps(timeline_records()), encoding="utf-8")
-    return {"plan": plan_path, "cases": cases_path, "timeline": timeline_path, "folder": folder}
+    return {"plan": plan_path, "cases": cases_path, "seeds": seeds_path, "timeline": timeline_path, "folder": folder}
 
 
 def test_report_is_self_contained_and_labels_the_emulation(inputs: dict[str, Path]) -> None:
@@ -62,11 +64,18 @@ def test_report_is_self_contained_and_labels_the_emulation(inputs: dict[str, Pat
     external = [(t, a) for t, a in tags.seen if (t == "script" and "src" in a) or t in ("link", "img", "iframe")]
     assert not external and tags.seen.count(("script", {})) >= 2
     assert "Plotly.newPlot" in page and len(page) > 3_000_000  # plotly.js itself is inlined
-    # plan: 2 charts; one case: 3; the timeline: 1.
-    assert page.count('class="srifty-plot"') == 6
+    # plan: 2 charts; two cases: 3 each; the timeline: 1.
+    assert page.count('class="srifty-plot"') == 9
     assert "EMULATED cloud" in page and "inject_preempt" in page
     plan_only = build_report([inputs["plan"]], inputs["folder"] / "p.html").read_text(encoding="utf-8")
     assert "EMULATED cloud." not in plan_only  # a plan is srifty's prediction, not the emulation
+
+
+def test_report_shows_each_methods_ratios_over_seeds_per_case(inputs: dict[str, Path]) -> None:
+    page = build_report([inputs["seeds"]], inputs["folder"] / "s.html").read_text(encoding="utf-8")
+    # all cases and seeds: 1 chart; the one case over its seeds: 1.
+    assert page.count('class="srifty-plot"') == 2
+    assert "over 2 seeds" in page and "small-case over seeds" in page and "ratio to the reference" in page
 
 
 def test_report_rejects_what_it_cannot_show(inputs: dict[str, Path], tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -101,9 +110,9 @@ def test_report_renders_in_headless_chromium(inputs: dict[str, Path], tmp_path: 
     assert dom.returncode == 0, dom.stderr[-2000:]
     body = re.search(r"<body[^>]*>", dom.stdout)
     assert body is not None
-    assert 'data-srifty-rendered="4"' in body.group(0), body.group(0)[:500]
+    assert 'data-srifty-rendered="7"' in body.group(0), body.group(0)[:500]
     assert "data-srifty-errors" not in body.group(0)
-    assert dom.stdout.count('class="main-svg"') >= 4
+    assert dom.stdout.count('class="main-svg"') >= 7
     console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not console, console
     boxes = json.loads(re.search(r'data-srifty-boxes="([^"]*)"', body.group(0)).group(1).replace("&quot;", '"'))  # type: ignore[union-attr]

@@ -70,3 +70,19 @@ def test_an_injected_preemption_must_name_a_candidate(tmp_path: Path) -> None:
     )
     with pytest.raises(SpecError, match=r"preempts p3\.2xlarge \(spot\), which is not a candidate"):
         load_spec(bad)
+
+
+def test_an_emulated_run_takes_a_model_the_cloud_does_not_bundle_from_the_specs_profiles(tmp_path: Path) -> None:
+    from tests.factories import cloud_source_profile
+
+    cloud_source_profile().save(tmp_path / "synthetic__cpu.json")
+    spec_path = tmp_path / "job.yaml"
+    spec_path.write_text(
+        "model: {name: synthetic, profiles: [synthetic__cpu.json]}\n"
+        "global_batch: 64\niterations: 50\ngoal: min_cost\nregion: us-east-1\n"
+        "candidates:\n  - {instance_type: g4dn.xlarge, market: spot, quota: 2}\n"
+        "emulation: {seed: 0}\n",
+        encoding="utf-8",
+    )
+    outcome = run_scenario(load_spec(spec_path), tmp_path / "run")
+    assert outcome.iterations == 50 and outcome.finished_s > 0

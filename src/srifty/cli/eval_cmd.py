@@ -21,7 +21,21 @@ app = typer.Typer(
 
 ProfilesOption = Annotated[
     list[Path] | None,
-    typer.Option("--profiles", help="Folder of source profiles for the cloud's compute truth (repeatable)."),
+    typer.Option(
+        "--profiles",
+        help="Folder of profiles (with op counts) of models the emulated cloud does not bundle (repeatable).",
+    ),
+]
+MethodsOption = Annotated[str | None, typer.Option(help=f"Comma-separated: {', '.join(METHODS)} (default: all).")]
+AllocationsOption = Annotated[int, typer.Option(help="Placement draws each configuration's truth averages.")]
+ItersOption = Annotated[int, typer.Option(help="Iterations per placement draw.")]
+FitTrialsOption = Annotated[int, typer.Option(help="Optuna trials per MTU side for the bandwidth model.")]
+SeedsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--seeds",
+        help="Run this many seeds (SEED, SEED+1, ...) and report each method's spread over them.",
+    ),
 ]
 
 
@@ -66,27 +80,14 @@ def _default_specs() -> list[Path]:
     return found
 
 
-@app.command("cases")
-def cases(
-    specs: Annotated[list[Path] | None, typer.Argument(help="Job specs (default: examples/case*.yaml).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the emulated cloud and every learner.")] = 0,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Write cases.json and cases.csv here.")] = None,
-    profiles: ProfilesOption = None,
-    methods: Annotated[
-        str | None,
-        typer.Option(help=f"Comma-separated: {', '.join(METHODS)} (default: all)."),
-    ] = None,
-    allocations: Annotated[int, typer.Option(help="Placement draws each configuration's truth averages.")] = 4,
-    iters: Annotated[int, typer.Option(help="Iterations per placement draw.")] = 25,
-    fit_trials: Annotated[int, typer.Option(help="Optuna trials per MTU side for the bandwidth model.")] = 4,
-) -> None:
-    """Plan each case with srifty and every baseline, and judge them against the true optimum."""
-    from srifty.evaluate import ALL_METHODS, CaseSettings, run_cases, save_cases
-    from srifty.evaluate.tables import CASE_HEADER, cases_rows
+def _settings(
+    seed: int, methods: str | None, allocations: int, iters: int, fit_trials: int, profiles: list[Path] | None
+) -> object:
+    from srifty.evaluate import ALL_METHODS, CaseSettings
 
     if allocations < 1 or iters < 1 or fit_trials < 0:
         raise SpecError("--allocations and --iters must be at least 1, --fit-trials at least 0.")
-    settings = CaseSettings(
+    return CaseSettings(
         seed=seed,
         n_allocations=allocations,
         iters=iters,
@@ -94,15 +95,108 @@ def cases(
         methods=_csv_list(methods, "methods") or ALL_METHODS,
         profile_dirs=tuple(profiles or ()),
     )
-    run = run_cases(specs or _default_specs(), settings, lambda msg: err.print(styled("dim", msg)))
-    _print_table(f"plan quality on the EMULATED cloud (seed {seed})", CASE_HEADER, cases_rows(run))
+
+
+def _show_seeds(run: object, title: str, out_dir: Path | None, stem: str) -> None:
+    from srifty.evaluate import save_seeds
+    from srifty.evaluate.seeds import SeedsRun, summarise, summarise_by_case, why_summary
+    from srifty.evaluate.tables import (
+        SEEDS_CASE_HEADER,
+        SEEDS_HEADER,
+        WHY_HEADER,
+        seeds_case_rows,
+        seeds_summary_rows,
+        why_rows,
+    )
+
+    assert isinstance(run, SeedsRun)
+    rows = run.rows()
+    _print_table(f"{title}: each method over {len(run.seeds)} seeds", SEEDS_HEADER, seeds_summary_rows(summarise(rows)))
+    _print_table(f"{title}: per case", SEEDS_CASE_HEADER, seeds_case_rows(summarise_by_case(rows)))
+    _print_table("why srifty lost, where it lost", WHY_HEADER, why_rows(why_summary(run.why_rows())))
     out.print(
-        f"network: {run.network['probe_rows']} probe rows, bandwidth model fitted with {run.network['fit_trials']} "
-        f"Optuna trials per MTU side; total {run.elapsed_s:.0f} s"
+        f"ratio: the goal's quantity over the reference's (∞: a constraint broken or no plan); {run.elapsed_s:.0f} s"
     )
     if out_dir is not None:
-        for path in save_cases(run, out_dir):
+        for path in save_seeds(run, out_dir, stem):
             out.print(f"wrote {path}")
+
+
+def _seed_list(seed: int, seeds: int | None) -> list[int]:
+    if seeds is not None and seeds < 1:
+        raise SpecError(f"--seeds takes a positive count, got {seeds}.")
+    return list(range(seed, seed + (seeds or 1)))
+
+
+@app.command("cases")
+def cases(
+    specs: Annotated[list[Path] | None, typer.Argument(help="Job specs (default: examples/case*.yaml).")] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the emulated cloud and every learner (the first, with --seeds).")
+    ] = 0,
+    seeds: SeedsOption = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write the results (JSON and CSV) here.")] = None,
+    profiles: ProfilesOption = None,
+    methods: MethodsOption = None,
+    allocations: AllocationsOption = 4,
+    iters: ItersOption = 25,
+    fit_trials: FitTrialsOption = 4,
+) -> None:
+    """Plan each case with srifty and every baseline, and judge them against the true optimum (over several
+    seeds with --seeds: cases.json/csv for one seed, seeds.json/csv for several)."""
+    from srifty.evaluate import run_cases, run_seeds, save_cases
+    from srifty.evaluate.cases import CaseSettings
+    from srifty.evaluate.tables import CASE_HEADER, cases_rows
+
+    settings = _settings(seed, methods, allocations, iters, fit_trials, profiles)
+    assert isinstance(settings, CaseSettings)
+    paths = specs or _default_specs()
+    progress = lambda msg: err.print(styled("dim", msg))  # noqa: E731
+    if seeds is not None:
+        run = run_seeds(paths, settings, _seed_list(seed, seeds), "cases", progress)
+        _show_seeds(run, "plan quality on the EMULATED cloud", out_dir, "seeds")
+        return
+    one = run_cases(paths, settings, progress)
+    _print_table(f"plan quality on the EMULATED cloud (seed {seed})", CASE_HEADER, cases_rows(one))
+    out.print(
+        f"network: {one.network['probe_rows']} probe rows, bandwidth model fitted with {one.network['fit_trials']} "
+        f"Optuna trials per MTU side; total {one.elapsed_s:.0f} s"
+    )
+    if out_dir is not None:
+        for path in save_cases(one, out_dir):
+            out.print(f"wrote {path}")
+
+
+@app.command("suite")
+def suite(
+    seed: Annotated[int, typer.Option(help="First seed of the emulated cloud and every learner.")] = 0,
+    seeds: Annotated[int, typer.Option("--seeds", help="How many seeds (SEED, SEED+1, ...).")] = 10,
+    size: Annotated[int, typer.Option("--size", help="How many specs the suite generates.")] = 20,
+    suite_seed: Annotated[int, typer.Option(help="Seed of the spec generator (the same seed, the same suite).")] = 0,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Write suite.json/csv and the generated specs (specs/) here.")
+    ] = None,
+    methods: MethodsOption = None,
+    allocations: AllocationsOption = 4,
+    iters: ItersOption = 25,
+    fit_trials: FitTrialsOption = 4,
+) -> None:
+    """The harder suite: generated specs (3-6 types across GPU generations, quotas up to 64, constraints near
+    the Pareto front, spaces up to 10^7), every method judged over several seeds."""
+    from srifty.evaluate import generate_suite, run_seeds, write_suite
+    from srifty.evaluate.cases import CaseSettings
+
+    if size < 1:
+        raise SpecError(f"--size takes a positive count, got {size}.")
+    settings = _settings(seed, methods, allocations, iters, fit_trials, None)
+    assert isinstance(settings, CaseSettings)
+    specs = generate_suite(size, suite_seed)
+    if out_dir is not None:
+        paths = write_suite(specs, out_dir / "specs")
+        out.print(f"wrote {len(paths)} specs to {out_dir / 'specs'}")
+    progress = lambda msg: err.print(styled("dim", msg))  # noqa: E731
+    run = run_seeds([(s, str(s.name)) for s in specs], settings, _seed_list(seed, seeds), "suite", progress)
+    _show_seeds(run, f"harder suite (generator seed {suite_seed}) on the EMULATED cloud", out_dir, "suite")
 
 
 @app.command("accuracy")
@@ -117,7 +211,7 @@ def accuracy(
     iters: Annotated[int, typer.Option(help="Iterations per experiment.")] = 20,
     fit_trials: Annotated[int, typer.Option(help="Optuna trials per MTU side for the bandwidth model.")] = 4,
 ) -> None:
-    """One-shot iteration-time MAPE of srifty and APM over a grid of configurations (Table 5, Figure 7)."""
+    """One-shot iteration-time MAPE of srifty, APM and Paleo over a configuration grid (Table 5, Figure 7)."""
     from srifty.evaluate import AccuracySettings, run_accuracy, save_accuracy
     from srifty.evaluate.accuracy import DEFAULT_MODELS, DEFAULT_TYPES, DEFAULT_WORLD_SIZES
     from srifty.evaluate.tables import ACCURACY_HEADER, UNDER_HEADER, accuracy_rows, underestimation_rows
@@ -148,7 +242,9 @@ def accuracy(
 def report_command(
     inputs: Annotated[
         list[Path] | None,
-        typer.Argument(help="Plans (srifty plan --json), eval cases.json or accuracy.json files."),
+        typer.Argument(
+            help="Plans (srifty plan --json), eval cases.json, seeds.json, suite.json or accuracy.json files."
+        ),
     ] = None,
     out_path: Annotated[Path, typer.Option("--out", help="HTML file to write.")] = Path("report.html"),
     timeline: Annotated[

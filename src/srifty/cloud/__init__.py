@@ -1,12 +1,14 @@
 """The emulated cloud: a seeded statistical model of a cloud, the ground truth for judging plans.
 
-EMULATED, not a real cloud, and labelled so wherever its numbers appear. srifty learns about it only
-through :meth:`EmulatedCloud.profile` (noisy compute measurements) and :meth:`EmulatedCloud.probe`
-(allreduce probe rows); its network truth is deliberately a different model from srifty's simulator
-(:mod:`srifty.cloud.network`). Its compute truth comes from estimated profiles times hidden factors
-(:mod:`srifty.cloud.compute`), because no GPU was measured in this project.
+EMULATED, not a real cloud, and labelled so wherever its numbers appear. Its compute truth comes from real
+measurements (one H200's latency curves, public per-GPU throughput) carried to every GPU type by a physical
+model of its own (:mod:`srifty.cloud.kernels`, :mod:`srifty.cloud.transfer`); its execution
+(:mod:`srifty.cloud.iteration`) and network (:mod:`srifty.cloud.network`) are its own too. It imports none of
+srifty's predictors (``srifty.sim``, ``srifty.network``, ``srifty.plan``, ``srifty.compute``): an import
+contract in ``pyproject.toml`` enforces it. srifty learns about it only by measuring:
+:meth:`EmulatedCloud.profiling_session` and :meth:`EmulatedCloud.probe`.
 
-Pure numpy and pandas; importing it loads neither torch nor xgboost.
+Pure numpy, scipy and pandas; importing it loads neither torch nor xgboost.
 """
 
 from srifty.cloud.allocation import Allocation, GroupDraw
@@ -14,8 +16,9 @@ from srifty.cloud.compute import ComputeTruth
 from srifty.cloud.emulated import EmulatedCloud, RunResult, default_node_counts
 from srifty.cloud.errors import CloudError, OutOfMemoryError
 from srifty.cloud.market import Preemption
+from srifty.cloud.measure import GradientRecord, ProfilingSession, TimedBatch
+from srifty.cloud.measured import workloads
 from srifty.cloud.params import CloudParams, named_rng
-from srifty.cloud.sources import find_source_profiles
 
 __all__ = [
     "Allocation",
@@ -23,11 +26,14 @@ __all__ = [
     "CloudParams",
     "ComputeTruth",
     "EmulatedCloud",
+    "GradientRecord",
     "GroupDraw",
     "OutOfMemoryError",
     "Preemption",
+    "ProfilingSession",
     "RunResult",
+    "TimedBatch",
     "default_node_counts",
-    "find_source_profiles",
     "named_rng",
+    "workloads",
 ]

@@ -1,16 +1,19 @@
 """``EmulatedCloud``: the seeded ground-truth world srifty is judged against (EMULATED, not a real cloud).
 
 It rents the bundled catalog's instance types at their catalog prices, and it knows the truth about
-compute (:mod:`srifty.cloud.compute`), the network (:mod:`srifty.cloud.network`), placement
-(:mod:`srifty.cloud.allocation`), launches and preemptions (:mod:`srifty.cloud.market`). srifty may learn
-about it only as it would about a real cloud: :meth:`EmulatedCloud.profile` and
-:meth:`EmulatedCloud.probe`. Evaluations and the runtime may also run configurations on it
+compute (:mod:`srifty.cloud.compute`: the H200's measurements carried by the cloud's own kernel physics),
+gradients and buckets (:mod:`srifty.cloud.gradients`), execution (:mod:`srifty.cloud.iteration`), the
+network (:mod:`srifty.cloud.network`), placement (:mod:`srifty.cloud.allocation`), launches and preemptions
+(:mod:`srifty.cloud.market`). srifty may learn about it only as it would about a real cloud, by measuring:
+:meth:`EmulatedCloud.profiling_session` (one GPU of one VM to profile on) and :meth:`EmulatedCloud.probe`
+(allreduce probe rows). Evaluations and the runtime may also run configurations on it
 (:meth:`~EmulatedCloud.allocate`, :meth:`~EmulatedCloud.iteration_times_s`, :meth:`~EmulatedCloud.run`,
 :meth:`~EmulatedCloud.launch_time_s`, :meth:`~EmulatedCloud.preemption_times`): the API below is pure
-(every draw comes from the generator passed in) and cheap (a configuration's iteration times take well
-under a millisecond).
+(every draw comes from the generator passed in) and cheap (a configuration's iteration times take about a
+millisecond).
 
-Everything is a function of ``seed``, the source profiles and :class:`~srifty.cloud.params.CloudParams`.
+Everything is a function of ``seed``, the workloads (bundled, or given) and
+:class:`~srifty.cloud.params.CloudParams`. It imports none of srifty's predictors (an import contract says so).
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ from numpy.typing import NDArray
 from srifty.catalog import Catalog, InstanceType, load_catalog
 from srifty.cloud import market
 from srifty.cloud.allocation import Allocation, draw_allocation, group_key
-from srifty.cloud.compute import ComputeTruth, build_compute_truth
+from srifty.cloud.calibration import Calibration, load_calibration
+from srifty.cloud.compute import ComputeTruth, build_truth
 from srifty.cloud.errors import CloudError, OutOfMemoryError
+from srifty.cloud.gradients import GradientTruth, gradient_truth
 from srifty.cloud.iteration import group_computes, iteration_times_s
-from srifty.cloud.measure import EMULATED_EPOCH_S, measure_profile, probe_rows
+from srifty.cloud.measure import EMULATED_EPOCH_S, ProfilingSession, probe_rows
+from srifty.cloud.measured import h200_grad_ready, workloads
 from srifty.cloud.network import LinkSetup, intra_link, rated_bytes_per_s
 from srifty.cloud.params import CloudParams, HiddenDraw, named_rng
-from srifty.compute import Profile
 from srifty.errors import did_you_mean
 from srifty.units import usd_for
 from srifty.vocab import Config, make_config
@@ -64,22 +69,25 @@ class EmulatedCloud:
     """A seeded statistical model of a cloud, the ground truth for evaluating plans (EMULATED).
 
     Args:
-        sources: source profiles by model name (each a measured profile with op counts, for example the
-            CPU profiles bundled with srifty); the compute truth of every GPU type is built from them.
-        seed: everything hidden (compute factors, network efficiencies) is drawn from it.
+        models: the models it can train, by srifty's names (default: every bundled workload); each needs a
+            workload record (bundled, or in ``extra_workloads``).
+        seed: everything hidden (the truth's draws within its uncertainty, network efficiencies) comes from it.
         catalog: instance types and prices (default: the bundled catalog).
         params: the cloud's assumptions.
         region: where the cloud's VMs are rented.
         cloud: which catalog cloud it emulates.
-        model: the model trained when a call does not name one (default: the only model in ``sources``).
+        model: the model trained when a call does not name one (default: the only one in ``models``).
+        extra_workloads: workload records of models not bundled (see :func:`srifty.cloud.measured.workloads`
+            for the form; ``srifty.evaluate`` builds them from a profile's op counts).
+        calibration: the compute physics' constants (default: the bundled calibration).
 
     Raises:
-        CloudError: no sources.
+        CloudError: a model without a workload record.
     """
 
     def __init__(
         self,
-        sources: Mapping[str, Sequence[Profile]],
+        models: Sequence[str] | None = None,
         *,
         seed: int = 0,
         catalog: Catalog | None = None,
@@ -87,23 +95,41 @@ class EmulatedCloud:
         region: str = "us-east-1",
         cloud: str = "aws",
         model: str | None = None,
+        extra_workloads: Mapping[str, Mapping[str, Any]] | None = None,
+        calibration: Calibration | None = None,
     ) -> None:
-        if not sources or not any(sources.values()):
-            raise CloudError("the emulated cloud needs at least one source profile to build its compute truth from")
-        self.sources = {name: tuple(profiles) for name, profiles in sources.items() if profiles}
+        known = {**workloads(), **dict(extra_workloads or {})}
+        names = list(models) if models is not None else sorted(known)
+        missing = [m for m in names if m not in known]
+        if missing:
+            raise CloudError(
+                f"the emulated cloud has no workload for {', '.join(missing)}.{did_you_mean(missing[0], known)} "
+                f"It knows {', '.join(sorted(known))}; for another model pass a profile with op counts "
+                "(`srifty eval ... --profiles DIR`)."
+            )
+        if not names:
+            raise CloudError("the emulated cloud needs at least one model to train")
+        self.workloads = {m: known[m] for m in names}
         self.seed = seed
         self.catalog = catalog or load_catalog()
         self.params = params or CloudParams()
+        self.calibration = calibration or load_calibration()
         self.region = region
         self.cloud = cloud
-        self.model = model if model is not None else (next(iter(self.sources)) if len(self.sources) == 1 else None)
+        self.model = model if model is not None else (names[0] if len(names) == 1 else None)
         self._hidden = HiddenDraw(seed, self.params)
         self._truths: dict[tuple[str, str], ComputeTruth] = {}
+        self._gradients: dict[str, GradientTruth] = {}
 
     @property
     def label(self) -> str:
-        """``"emulated cloud (seed 0)"``: how measurements made here are labelled."""
+        """``"EMULATED cloud (seed 0)"``: how measurements made here are labelled."""
         return f"EMULATED cloud (seed {self.seed})"
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models it can train."""
+        return tuple(self.workloads)
 
     # ------------------------------------------------------------------------------------ lookups
     def instance(self, name: str) -> InstanceType:
@@ -117,26 +143,30 @@ class EmulatedCloud:
     def _model(self, model: str | None) -> str:
         name = model or self.model
         if name is None:
-            raise CloudError(f"name the model: this emulated cloud knows {', '.join(sorted(self.sources))}.")
-        if name not in self.sources:
+            raise CloudError(f"name the model: this emulated cloud knows {', '.join(sorted(self.workloads))}.")
+        if name not in self.workloads:
             raise CloudError(
-                f"the emulated cloud has no source profile of '{name}'.{did_you_mean(name, self.sources)} "
-                f"Known: {', '.join(sorted(self.sources))}."
+                f"the emulated cloud does not train '{name}'.{did_you_mean(name, self.workloads)} "
+                f"Known: {', '.join(sorted(self.workloads))}."
             )
         return name
-
-    def source_profile(self, model: str | None = None) -> Profile:
-        """The source profile whose gradient timeline, buckets and memory model the truth uses."""
-        return self.sources[self._model(model)][0]
 
     def truth(self, gpu: str, model: str | None = None) -> ComputeTruth:
         """The compute truth of ``model`` on ``gpu``: for evaluation code and tests, never for a planner."""
         name = self._model(model)
         key = (name, gpu)
         if key not in self._truths:
-            spec = self.catalog.gpu_spec(gpu)
-            self._truths[key] = build_compute_truth(self.sources[name], spec, self._hidden, self.params, self.catalog)
+            self._truths[key] = build_truth(self.workloads[name], gpu, self.calibration, self.seed, self.params)
         return self._truths[key]
+
+    def gradients(self, model: str | None = None) -> GradientTruth:
+        """The gradient truth of ``model`` (ready fractions, bucket sizes): for evaluation code and tests."""
+        name = self._model(model)
+        if name not in self._gradients:
+            h200 = str(self.workloads[name].get("h200_name", name))
+            measured = h200_grad_ready().get(h200, ())
+            self._gradients[name] = gradient_truth(self.workloads[name], measured, self.seed, self.params)
+        return self._gradients[name]
 
     def max_batch(self, gpu: str, model: str | None = None) -> int:
         """Largest local batch of ``model`` that fits one ``gpu`` (the truth)."""
@@ -144,14 +174,15 @@ class EmulatedCloud:
 
     def describe(self) -> dict[str, Any]:
         """What this cloud drew and assumes, for reports after the fact (hidden from planners while planning)."""
-        gpus = sorted({gpu for _, gpu in self._truths})
+        truths = sorted(self._truths.items())
         return {
             "label": self.label,
             "seed": self.seed,
             "region": self.region,
             "mean_launch_time_s": self.params.mean_launch_time_s,
-            "hidden_compute_factor": {g: self._hidden.compute_factor(g) for g in gpus},
-            "truth_origin": {f"{m}@{g}": t.origin for (m, g), t in sorted(self._truths.items())},
+            "hidden_compute_factor": {f"{m}@{g}": t.hidden_factor for (m, g), t in truths},
+            "truth_certainty": {f"{m}@{g}": t.certainty for (m, g), t in truths},
+            "truth_origin": {f"{m}@{g}": t.origin for (m, g), t in truths},
         }
 
     def hidden_network_efficiency(self, instance_type: str) -> float:
@@ -223,16 +254,15 @@ class EmulatedCloud:
         """
         name = self._model(model)
         truths = self._check_fits(config, name)
-        source = self.source_profile(name)
         try:
             setup = self.link_setup(config, allocation)
             groups = group_computes(config, truths)
             return iteration_times_s(
                 groups,
-                np.array([b.start_frac for b in source.buckets]),
-                np.array([b.size_bytes for b in source.buckets], dtype=float),
+                self.gradients(name),
                 setup,
                 allocation,
+                self.calibration.stragglers,
                 iters,
                 rng,
                 self.params,
@@ -276,26 +306,21 @@ class EmulatedCloud:
         return total / n_allocations
 
     # ---------------------------------------------------------------------------- measurements
-    def profile(
-        self,
-        instance_type: str,
-        rng: np.random.Generator,
-        *,
-        model: str | None = None,
-        n_probes: int = 4,
-        timed_iters: int = 20,
-    ) -> Profile:
-        """Profile ``model`` on one GPU of a freshly allocated ``instance_type`` VM: noisy measurements at
-        ``n_probes`` batches chosen by srifty's probe placement, fitted with srifty's own fits."""
+    def profiling_session(
+        self, instance_type: str, rng: np.random.Generator, *, model: str | None = None
+    ) -> ProfilingSession:
+        """Rent one VM of ``instance_type`` (a fresh placement draw) to profile ``model`` on one of its GPUs.
+
+        The session answers what a profiler measures (fits or not, timed iterations, peak memory, gradient
+        ready times) at batches the caller chooses; it fits nothing.
+        """
         name = self._model(model)
         instance = self.instance(instance_type)
-        spec = self.catalog.gpu_spec(instance.gpu_name)
         truth = self.truth(instance.gpu_name, name)
-        one_vm = make_config([(instance, 1, 1)])
-        allocation = self.allocate(one_vm, rng)
+        allocation = self.allocate(make_config([(instance, 1, 1)]), rng)
         spatial = float(allocation.groups[0].spatial_factor[0])
-        return measure_profile(
-            truth, self.source_profile(name), instance, spec, spatial, rng, self.label, n_probes, timed_iters
+        return ProfilingSession(
+            truth, self.gradients(name), spatial, self.calibration.stragglers, rng, instance, self.label
         )
 
     def probe(

@@ -1,20 +1,28 @@
-"""True per-iteration times of a configuration in one allocation (EMULATED).
+"""True per-iteration times of a configuration in one allocation: the emulated cloud's own execution (EMULATED).
 
-One synchronous data-parallel iteration, with time 0 at its start on every VM:
+One synchronous DDP iteration, with time 0 when the previous one ended, for every GPU rank ``r`` (a VM's
+GPUs are ranks of their own):
 
-* VM ``v`` of group ``g`` runs forward, backward and step in ``x_v·μ_fw``, ``x_v·μ_bw``, ``x_v·μ_step``
-  where ``μ`` is the truth's mean at the group's local batch and ``x_v`` = spatial factor (fixed for the
-  allocation) × temporal factor (drawn per iteration): a slow VM stays slow, unlike srifty's simulator,
-  which draws every rank afresh each iteration;
-* DDP bucket ``k`` (the source profile's bucket map) is ready on VM ``v`` at ``x_v·(μ_fw + f_k·μ_bw)``
-  and its allreduce can start when it is ready on *every* VM;
-* the allreduces share the links max-min fairly (:mod:`srifty.cloud.network`); their data time is
-  scaled per iteration by a log-normal factor (temporal network interference);
-* VM ``v`` steps once its backward and every allreduce are done, so the iteration takes
-  ``max_v [max(x_v·(μ_fw + μ_bw), t_pe) + x_v·μ_step]``.
+* **Speed.** Rank ``r`` runs at ``x_r,t = s_v · m_r,t``: its VM's spatial factor (fixed for the allocation)
+  times its straggler process (the two-state process fitted on the H200's
+  400-iteration run, :mod:`srifty.cloud.stragglers`: its state carries from one iteration to the next, so a
+  slow GPU stays slow for a while).
+* **Launch.** The rank's host starts the iteration after a skew ``δ_r,t ~ Exp(launch_skew_mean_s)``.
+* **Forward and backward.** Forward ends at ``δ + x·μ_fw``; backward at ``δ + x·(μ_fw + μ_bwd)``, where ``μ``
+  are the compute truth's means at the rank's local batch (:mod:`srifty.cloud.compute`).
+* **Buckets.** Bucket ``k`` is ready on rank ``r`` at ``δ + x·(μ_fw + f_k·μ_bwd)``, ``f_k`` its ready
+  fraction at that batch (:mod:`srifty.cloud.gradients`), jittered per run. Its allreduce is enqueued when
+  every rank has it ready, plus ``collective_launch_s``.
+* **One NCCL stream.** The allreduces run one after another in bucket order, as DDP's buckets do on their
+  communicator's stream: ``end_k = max(enqueue_k, end_{k−1}) + latency_k + data_k · n_t`` (network truth in
+  :mod:`srifty.cloud.network`; ``n_t`` the iteration's log-normal network interference).
+* **Step.** The optimizer's kernels were issued by the host while the GPU worked (``host`` span); they run
+  after backward and the last allreduce: the rank ends at ``max(max(bwd_end, end_K) + x·μ_step_gpu, δ +
+  host)``. The iteration takes the slowest rank's end.
 
-Randomness: the caller's generator seeds one stream per group and one for the network, so the first
-VMs of a type see the same noise whatever the counts of other types (common random numbers).
+Compare srifty's simulator: per-rank normal draws (no persistence, no skew), ``t_fw + max(t_bwd, t_pe) +
+t_step`` with the measured step time, and concurrent fair-shared transfers. Randomness: the caller's
+generator seeds one stream per group (common random numbers across configurations) and one for the rest.
 """
 
 from __future__ import annotations
@@ -28,31 +36,52 @@ from numpy.typing import NDArray
 
 from srifty.cloud.allocation import Allocation, group_key
 from srifty.cloud.compute import ComputeTruth
-from srifty.cloud.network import LinkSetup, allreduce_phases_s, drain_time_s
+from srifty.cloud.gradients import GradientTruth, jitter_ready
+from srifty.cloud.network import LinkSetup, allreduce_phases_s
 from srifty.cloud.params import CloudParams
+from srifty.cloud.stragglers import StragglerFit, straggler_factors
 from srifty.vocab import Config
 
 MS = 1e-3
+FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
 class GroupCompute:
-    """One configuration group's true mean phase times (s) at its local batch."""
+    """One configuration group's true means (s) at its local batch, and how many ranks it has."""
 
     key: str
-    count: int
+    vms: int
+    gpus_per_vm: int
+    batch: int
     fw_s: float
     bwd_s: float
-    step_s: float
-    truth: ComputeTruth
+    step_gpu_s: float
+    host_s: float
+
+    @property
+    def ranks(self) -> int:
+        """GPU ranks of the group."""
+        return self.vms * self.gpus_per_vm
 
 
 def group_computes(config: Config, truths: Sequence[ComputeTruth]) -> tuple[GroupCompute, ...]:
-    """Mean phase times of each group of ``config``; ``truths[i]`` is the truth of group ``i``'s GPU."""
+    """Means of each group of ``config``; ``truths[i]`` is the truth of group ``i``'s GPU."""
     out = []
     for group, truth in zip(config.groups, truths, strict=True):
-        fw, bwd, st = (float(truth.mean_ms(p, group.local_batch)[()]) * MS for p in ("fw", "bw", "step"))
-        out.append(GroupCompute(group_key(group), group.count, fw, bwd, st, truth))
+        fw, bwd, _ = truth.phases_ms(group.local_batch)
+        out.append(
+            GroupCompute(
+                key=group_key(group),
+                vms=group.count,
+                gpus_per_vm=group.instance.gpus_per_vm,
+                batch=group.local_batch,
+                fw_s=fw * MS,
+                bwd_s=bwd * MS,
+                step_gpu_s=truth.step_gpu_ms * MS,
+                host_s=truth.host_issue_ms * MS,
+            )
+        )
     return tuple(out)
 
 
@@ -62,41 +91,53 @@ def _stream(base: int, *keys: int) -> np.random.Generator:
 
 def iteration_times_s(
     groups: Sequence[GroupCompute],
-    bucket_start_frac: NDArray[np.float64],
-    bucket_bytes: NDArray[np.float64],
+    gradients: GradientTruth,
     setup: LinkSetup | None,
     allocation: Allocation,
+    stragglers: StragglerFit,
     iters: int,
     rng: np.random.Generator,
     params: CloudParams,
-) -> NDArray[np.float64]:
-    """``iters`` true iteration times (s) of the groups in ``allocation`` (see the module docstring).
-
-    Args:
-        groups: from :func:`group_computes`.
-        bucket_start_frac: when DDP launches each bucket, as a fraction of backward.
-        bucket_bytes: gradient bytes of each bucket.
-        setup: the links of this configuration in this allocation; ``None`` for a single GPU.
-        allocation: the placement draw (spatial factors of every VM).
-        iters: iterations to draw.
-        rng: seeds the per-iteration noise.
-        params: the cloud's assumptions.
-    """
+) -> FloatArray:
+    """``iters`` true iteration times (s) of the groups in ``allocation`` (see the module docstring)."""
     base = int(rng.integers(0, 2**63 - 1))
-    x_max = np.empty((iters, len(groups)))
-    for j, g in enumerate(groups):
-        spatial = allocation.group(g.key).spatial_factor[: g.count]
-        temporal = g.truth.temporal_factors(_stream(base, zlib.crc32(g.key.encode()), 2), (g.count, iters))
-        x_max[:, j] = np.max(spatial[:, None] * temporal, axis=0)
-    fw = np.array([g.fw_s for g in groups])
-    bwd = np.array([g.bwd_s for g in groups])
-    step = np.array([g.step_s for g in groups])
-    compute_end = np.max(x_max * (fw + bwd + step), axis=1)
-    if setup is None or len(bucket_bytes) == 0:
-        return compute_end
-    latency_s, data_s = allreduce_phases_s(bucket_bytes, setup, params)
-    ready = np.max(x_max[:, :, None] * (fw[:, None] + bucket_start_frac[None, :] * bwd[:, None]), axis=1)
-    noise = _stream(base, 3).lognormal(0.0, params.network_temporal_sigma, size=iters)
-    t_pe = drain_time_s(ready + latency_s[None, :], data_s[None, :] * noise[:, None])
-    step_max = np.max(x_max * step, axis=1)
-    return np.maximum(compute_end, t_pe + step_max)
+    net_noise = _stream(base, 3).lognormal(0.0, params.network_temporal_sigma, size=iters)
+    n_buckets = gradients.buckets(groups[0].batch)[0].size if groups else 0
+    ready_jitter = _stream(base, 2).lognormal(0.0, params.ready_run_sigma, size=n_buckets)
+    end = np.zeros(iters)
+    bucket_ready: FloatArray | None = None
+    bucket_bytes: FloatArray | None = None
+    rank_ends = []
+    for g in groups:
+        stream = _stream(base, zlib.crc32(g.key.encode()), 7)
+        spatial = np.repeat(allocation.group(g.key).spatial_factor[: g.vms], g.gpus_per_vm)
+        x = spatial[None, :] * straggler_factors(stragglers, stream, g.ranks, iters)
+        skew = stream.exponential(params.launch_skew_mean_s, size=(iters, g.ranks))
+        sizes, fracs = gradients.buckets(g.batch)
+        fracs = jitter_ready(fracs, ready_jitter)
+        bwd_end = skew + x * (g.fw_s + g.bwd_s)
+        rank_ends.append((skew, x, bwd_end, g))
+        if setup is not None and sizes.size:
+            # Each bucket is ready when the slowest rank of the group has produced it.
+            ready = np.max(skew[:, :, None] + x[:, :, None] * (g.fw_s + fracs[None, None, :] * g.bwd_s), axis=1)
+            bucket_ready = ready if bucket_ready is None else np.maximum(bucket_ready, ready)
+            bucket_bytes = sizes
+    comm_end = np.zeros(iters)
+    if setup is not None and bucket_ready is not None and bucket_bytes is not None:
+        latency_s, data_s = allreduce_phases_s(bucket_bytes, setup, params)
+        duration = latency_s[None, :] + data_s[None, :] * net_noise[:, None]
+        enqueue = bucket_ready + params.collective_launch_s
+        comm_end = fifo_end_s(enqueue, duration)
+    for skew, x, bwd_end, g in rank_ends:
+        finish = np.maximum(np.maximum(bwd_end, comm_end[:, None]) + x * g.step_gpu_s, skew + g.host_s)
+        end = np.maximum(end, finish.max(axis=1))
+    return end
+
+
+def fifo_end_s(enqueue_s: FloatArray, duration_s: FloatArray) -> FloatArray:
+    """When the last of a stream's operations ends: ``end_k = max(enqueue_k, end_{k−1}) + d_k``, in closed form
+    ``max_k (enqueue_k + Σ_{j ≥ k} d_j)`` over the last axis (operations in stream order)."""
+    if enqueue_s.shape[-1] == 0:
+        return np.zeros(enqueue_s.shape[:-1])
+    suffix = np.flip(np.cumsum(np.flip(duration_s, axis=-1), axis=-1), axis=-1)
+    return np.max(enqueue_s + suffix, axis=-1)

@@ -1,13 +1,13 @@
-"""What srifty can learn about the emulated cloud: compute profiles and allreduce probe rows (EMULATED).
+"""What srifty can learn about the emulated cloud: raw compute measurements and allreduce probe rows (EMULATED).
 
-Both are *measurements of the emulated truth*, made as srifty would make them on real VMs, so the
-pipeline has to learn everything it knows:
+Both are *measurements of the emulated truth*, made as srifty would make them on real VMs; the cloud fits
+nothing and hands out none of srifty's types, so the pipeline has to learn everything it knows:
 
-* :func:`measure_profile` profiles one GPU of one VM: the largest batch by doubling and bisection (a
-  batch beyond the truth's memory limit "fails"), up to ``n_probes`` batches chosen by srifty's own
-  :func:`~srifty.compute.fit_latency_curve`, ``timed_iters`` noisy iterations each, and srifty's own
-  piecewise-linear fits. The gradient timeline, bucket map, memory model and op counts are copied from
-  the source profile (they do not depend on the device).
+* :class:`ProfilingSession` is one GPU of one freshly allocated VM: it says whether a batch fits (a real
+  profiler would try and catch the out-of-memory error), times any batch the caller chooses for a number of
+  iterations (every phase of every iteration, as CUDA events would, with the straggler process running), says
+  the peak memory of a batch that ran, and records one backward pass's per-parameter gradient-ready times.
+  srifty's side (:mod:`srifty.evaluate.profiling`) chooses the batches and fits its own models.
 * :func:`probe_rows` is the paper's grid probe: allreduces of every size, node count and concurrency,
   repeated, in the probe-row schema of :mod:`srifty.vocab.probes`, so ``BandwidthModel().fit`` and
   ``AlphaBetaModel().fit`` read them as they read real probes.
@@ -15,98 +15,142 @@ pipeline has to learn everything it knows:
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from srifty import __version__
-from srifty.catalog import GpuSpec, InstanceType
+from srifty.catalog import InstanceType
 from srifty.cloud.compute import ComputeTruth
+from srifty.cloud.errors import OutOfMemoryError
+from srifty.cloud.gradients import GradientTruth
 from srifty.cloud.network import LinkSetup, allreduce_phases_s
 from srifty.cloud.params import CloudParams
-from srifty.compute import PhaseSamples, Profile, fit_latency_curve, fit_piecewise_linear
-from srifty.compute.latency import default_candidates
-from srifty.compute.memory import find_max_batch
-from srifty.compute.profile import PHASES, DeviceInfo
+from srifty.cloud.stragglers import StragglerFit, straggler_factors
 from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s
-from srifty.vocab.probes import probe_frame
 
-GPU_MAX_BATCH_CAP = 8192
 #: Probe rows carry this epoch as their clock (the emulated cloud never reads the wall clock).
 EMULATED_EPOCH_S = 1.8e9
+#: Relative jitter of one parameter's recorded ready time (event timing on a busy stream).
+READY_RECORD_SIGMA = 0.01
 
 
-def measure_profile(
-    truth: ComputeTruth,
-    source: Profile,
-    instance: InstanceType,
-    spec: GpuSpec,
-    spatial_factor: float,
-    rng: np.random.Generator,
-    label: str,
-    n_probes: int = 4,
-    timed_iters: int = 20,
-) -> Profile:
-    """Profile ``truth`` on one GPU of one VM of ``instance`` whose speed factor is ``spatial_factor``.
+@dataclass(frozen=True)
+class TimedBatch:
+    """Every timed iteration of one batch on one GPU (ms per phase; ``iter`` is their sum) and the peak
+    memory allocated while it ran (bytes)."""
 
-    Returns a profile marked as measured on the emulated cloud (``label`` names it), not on hardware.
+    batch: int
+    fw_ms: tuple[float, ...]
+    bwd_ms: tuple[float, ...]
+    step_ms: tuple[float, ...]
+    iter_ms: tuple[float, ...]
+    peak_bytes: float
+
+
+@dataclass(frozen=True)
+class GradientRecord:
+    """One backward pass at ``batch``: each parameter's name, gradient bytes and ready time (ms from the start
+    of backward), in the order the gradients became ready, and the backward's length."""
+
+    batch: int
+    backward_ms: float
+    names: tuple[str, ...]
+    bytes: tuple[int, ...]
+    ready_ms: tuple[float, ...]
+
+
+class ProfilingSession:
+    """One GPU of one VM of ``instance`` in the emulated cloud, rented to profile a model on.
+
+    Args:
+        truth: the model's compute truth on this GPU type.
+        gradients: the model's gradient truth.
+        spatial_factor: this VM's speed factor (its allocation's draw).
+        stragglers: the straggler process every GPU runs.
+        rng: every draw of the session.
+        instance: the VM type.
+        label: names the cloud in what it records.
     """
-    cap = GPU_MAX_BATCH_CAP
-    max_batch = find_max_batch(lambda b: b <= truth.max_batch, cap)
-    samples: dict[int, PhaseSamples] = {}
 
-    def measure(batch: int) -> float:
-        x = spatial_factor * truth.temporal_factors(rng, (timed_iters,))
-        fw, bwd, st = (truth.mean_ms(p, batch)[()] * x for p in ("fw", "bw", "step"))
-        it = fw + bwd + st
-        samples[batch] = PhaseSamples(
-            batch,
-            tuple(float(v) for v in fw),
-            tuple(float(v) for v in bwd),
-            tuple(float(v) for v in st),
-            tuple(float(v) for v in it),
-            source.memory.peak_bytes(batch),
+    def __init__(
+        self,
+        truth: ComputeTruth,
+        gradients: GradientTruth,
+        spatial_factor: float,
+        stragglers: StragglerFit,
+        rng: np.random.Generator,
+        instance: InstanceType,
+        label: str,
+    ) -> None:
+        self._truth = truth
+        self._gradients = gradients
+        self._spatial = spatial_factor
+        self._stragglers = stragglers
+        self._rng = rng
+        self.instance = instance
+        self.label = label
+
+    @property
+    def gpu(self) -> str:
+        """The catalog GPU name."""
+        return self._truth.gpu
+
+    @property
+    def model(self) -> str:
+        """The model being profiled."""
+        return self._truth.model
+
+    @property
+    def memory_bytes(self) -> int:
+        """The GPU's memory (what ``nvidia-smi`` says)."""
+        return self._truth.memory_capacity_bytes
+
+    def fits(self, batch: int) -> bool:
+        """Whether one training iteration at ``batch`` runs without running out of memory."""
+        return self._truth.fits(int(batch))
+
+    def time(self, batch: int, iters: int) -> TimedBatch:
+        """Time ``iters`` consecutive training iterations at ``batch`` (after warm-up).
+
+        Raises:
+            OutOfMemoryError: the batch does not fit.
+        """
+        if not self.fits(batch):
+            raise OutOfMemoryError(f"a batch of {batch} does not fit one {self.gpu} training {self.model}.")
+        fw, bwd, step = self._truth.phases_ms(int(batch))
+        x = self._spatial * straggler_factors(self._stragglers, self._rng, 1, iters)[:, 0]
+        f, b, s = fw * x, bwd * x, step * x
+        return TimedBatch(
+            batch=int(batch),
+            fw_ms=tuple(float(v) for v in f),
+            bwd_ms=tuple(float(v) for v in b),
+            step_ms=tuple(float(v) for v in s),
+            iter_ms=tuple(float(v) for v in f + b + s),
+            peak_bytes=self._truth.peak_bytes(int(batch)),
         )
-        return samples[batch].robust_mean_ms("iter")
 
-    candidates = default_candidates(max_batch)
-    if candidates[-1] != max_batch:
-        candidates.append(max_batch)
-    latency = {"iter": fit_latency_curve(measure, max_batch, n_probes, candidates, flat_floor=True)}
-    batches = sorted(samples)
-    for phase in PHASES[:-1]:
-        values = [samples[b].robust_mean_ms(phase) for b in batches]
-        latency[phase] = fit_piecewise_linear(batches, values, flat_floor=True)  # a GPU: srifty's GPU fit
-    device = DeviceInfo(
-        kind="cuda",
-        name=f"{spec.name} on {instance.name}, {label}",
-        gpu=spec.name,
-        threads=0,
-        memory_bytes=spec.memory_bytes,
-        torch_version="emulated",
-        peak_flops_per_s=spec.fp32_flops_per_s,
-        peak_tensor16_flops_per_s=spec.tensor16_flops_per_s,
-        mem_bw_bytes_per_s=spec.mem_bw_bytes_per_s,
-        peaks_source="datasheet",
-    )
-    return source.derive(
-        device=device,
-        samples=tuple(samples[b] for b in batches),
-        latency=latency,
-        memory_points=tuple((b, float(samples[b].peak_bytes or 0.0)) for b in batches),
-        max_batch=max_batch,
-        max_batch_limited_by="max_batch_cap" if max_batch == cap else "gpu_memory",
-        warmup_iters=0,
-        timed_iters=timed_iters,
-        timing_method="emulated cloud: true per-iteration times of one VM",
-        created_at=dt.datetime.fromtimestamp(EMULATED_EPOCH_S, dt.UTC).isoformat(timespec="seconds"),
-        srifty_version=__version__,
-        notes=f"EMULATED: measured on {label}, not on real hardware",
-        work=None if source.work is None else source.work.without_times(),
-        extra={**dict(source.extra), "emulated_cloud": label, "instance_type": instance.name},
-    )
+    def gradient_timeline(self, batch: int) -> GradientRecord:
+        """Record one backward pass at ``batch`` with a hook on every parameter's gradient.
+
+        Raises:
+            OutOfMemoryError: the batch does not fit.
+        """
+        if not self.fits(batch):
+            raise OutOfMemoryError(f"a batch of {batch} does not fit one {self.gpu} training {self.model}.")
+        _, bwd, _ = self._truth.phases_ms(int(batch))
+        backward_ms = bwd * self._spatial * float(straggler_factors(self._stragglers, self._rng, 1, 1)[0, 0])
+        fracs = self._gradients.fractions(int(batch))
+        noisy = fracs * self._rng.lognormal(0.0, READY_RECORD_SIGMA, size=fracs.size)
+        ready = np.minimum(np.maximum.accumulate(noisy), 1.0) * backward_ms
+        return GradientRecord(
+            batch=int(batch),
+            backward_ms=float(backward_ms),
+            names=self._gradients.names,
+            bytes=self._gradients.bytes,
+            ready_ms=tuple(float(v) for v in ready),
+        )
 
 
 def probe_rows(
@@ -205,8 +249,3 @@ def _row(
         "rate_variation": 0.0,
         "testbed_name": label,
     }
-
-
-def rows_to_frame(rows: Sequence[dict[str, Any]]) -> Any:
-    """Probe rows as a frame in the schema's column order and dtypes."""
-    return probe_frame(rows)

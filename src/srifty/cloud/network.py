@@ -26,7 +26,8 @@ Compare srifty's simulator (:mod:`srifty.sim.allreduce`): a transfer there runs 
 alone bandwidths, the two agree exactly when one transfer is in flight at a time, and disagree when
 transfers overlap: below the cap srifty lets each run at its alone rate while the truth shares their data
 parts (the truth is slower); above it srifty shares latency as if it were bandwidth (srifty is slower).
-``tests/test_cloud_network.py`` shows both. Pure numpy.
+The emulated iteration (:mod:`srifty.cloud.iteration`) runs a job's buckets on one stream instead; this
+sharing is the probe's (concurrent probe transfers). Pure numpy.
 """
 
 from __future__ import annotations

@@ -3,17 +3,24 @@
 EMULATION. Nothing here was measured on a cloud. Each constant is an assumption, chosen to reproduce what
 the Srifty paper reports about EC2 (section "Cloud Variance"), and each says where it comes from:
 
-* compute varies across VMs and across iterations, both roughly normal with a spread of up to 1.1×
-  (paper, Figure 2): a per-VM factor and a per-iteration factor, each ``N(1, 0.015)`` clipped to ±4.5%
-  (so max/min of either stays below 1.1);
+* compute varies across VMs roughly normally with a spread of up to 1.1× (paper, Figure 2): a per-VM
+  factor ``N(1, 0.015)`` clipped to ±4.5% (so max/min stays below 1.1); across iterations, every GPU runs
+  the straggler process fitted on the H200's 400-iteration run (``calibration.json``), not a parameter here;
 * the mean allreduce bandwidth of a whole allocation varies up to 1.8× on large buffers and 1.5× on small
   ones (paper, Figure 1): an allocation-wide bandwidth factor (0.5 + 0.5·Beta(2, 1.2)) and an
   allocation-wide per-hop latency (log-normal, σ = 0.11), with a per-host link factor on top;
 * the rated network bandwidth is not what NCCL achieves (the paper's footnote: rated bandwidth has a
   4000%+ MAPE): each instance type has a hidden efficiency, achieved/rated, drawn once per seed;
-* compute speed of a GPU type is not what srifty's cross-GPU estimate says: each GPU type has a hidden
-  factor on its estimated latency, drawn once per seed (±15% by default), standing for the estimation
-  error that no planner may see;
+* the compute truth's own uncertainty (its fit errors, ``calibration.json``) is drawn once per seed, as is a
+  launch-time factor per GPU's host (log-normal, σ = ``host_launch_sigma``, an assumption: the calibration
+  fits one factor per host generation, not per machine type);
+* a GPU keeps ``cuda_context_bytes`` for the CUDA context and libraries' workspaces and needs
+  ``allocator_headroom`` × the peak allocated bytes (the caching allocator's fragmentation): assumptions;
+* DDP's buckets are ready when backward has produced their gradients; the shape of backward differs per
+  model on the cloud (``ready_model_sigma``) and per run (``ready_run_sigma``): assumptions, since the H200
+  recorded one backward per batch;
+* every iteration, each VM's host starts it after an exponential skew (``launch_skew_mean_s``: data loading
+  and Python) and every allreduce pays ``collective_launch_s`` to enqueue and rendezvous: assumptions;
 * VM launch takes about two minutes (the paper expected 150 s and observed 95–138 s);
 * spot VMs are preempted by a Poisson process per VM-hour whose rate depends on the instance family (an
   assumption; AWS publishes only monthly interruption-frequency buckets in its Spot Instance Advisor).
@@ -52,9 +59,14 @@ class CloudParams:
 
     Attributes:
         compute_spatial_sigma: standard deviation of the per-VM compute speed factor (relative).
-        compute_temporal_sigma: standard deviation of the per-iteration factor of one VM (relative).
-        compute_clip: both factors are clipped to ``1 ± compute_clip``.
-        hidden_compute_range: the per-GPU-type factor on estimated latency is uniform in this range.
+        compute_clip: that factor is clipped to ``1 ± compute_clip``.
+        host_launch_sigma: log-normal σ of the per-GPU host launch-time factor drawn per seed.
+        cuda_context_bytes: memory a GPU keeps for the CUDA context and workspaces.
+        allocator_headroom: a batch fits when headroom × peak allocated + context ≤ the GPU's memory.
+        ready_model_sigma: log-normal σ of the per-model bend of gradient ready fractions (per seed).
+        ready_run_sigma: log-normal σ of each bucket's ready fraction per run.
+        launch_skew_mean_s: mean of each VM's exponential start skew per iteration.
+        collective_launch_s: enqueue and rendezvous cost of one allreduce.
         network_efficiency_range: the per-type achieved/rated network bandwidth is uniform in this range.
         allocation_bandwidth_beta: ``(a, b)`` of the Beta draw of the allocation-wide bandwidth factor.
         allocation_bandwidth_min: that factor is ``min + (1 − min) · Beta(a, b)``.
@@ -79,9 +91,14 @@ class CloudParams:
     """
 
     compute_spatial_sigma: float = 0.015
-    compute_temporal_sigma: float = 0.015
     compute_clip: float = 0.045
-    hidden_compute_range: tuple[float, float] = (0.85, 1.15)
+    host_launch_sigma: float = 0.1
+    cuda_context_bytes: float = 0.6 * 2**30
+    allocator_headroom: float = 1.05
+    ready_model_sigma: float = 0.15
+    ready_run_sigma: float = 0.03
+    launch_skew_mean_s: float = 0.3e-3
+    collective_launch_s: float = 20e-6
     network_efficiency_range: tuple[float, float] = (0.45, 0.85)
     allocation_bandwidth_beta: tuple[float, float] = (2.0, 1.2)
     allocation_bandwidth_min: float = 0.5
@@ -131,16 +148,11 @@ def named_rng(seed: int, *names: str | int) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class HiddenDraw:
-    """The parameters drawn once per seed that no planner may see: compute factor per GPU type and
-    network efficiency per instance type. Pure functions of ``(seed, name)``."""
+    """The network parameters drawn once per seed that no planner may see: network efficiency per instance
+    type (the compute truth draws its own, :mod:`srifty.cloud.compute`). Pure functions of ``(seed, name)``."""
 
     seed: int
     params: CloudParams
-
-    def compute_factor(self, gpu: str) -> float:
-        """Multiplier on the estimated latency of every phase on ``gpu`` (the estimation error)."""
-        lo, hi = self.params.hidden_compute_range
-        return float(named_rng(self.seed, "hidden-compute", gpu).uniform(lo, hi))
 
     def network_efficiency(self, instance_type: str) -> float:
         """Achieved over rated network bandwidth of ``instance_type``."""

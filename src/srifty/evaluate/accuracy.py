@@ -4,9 +4,11 @@ Figure 7), on the emulated cloud.
 The grid: every model × instance type × world size (1 to 64 GPUs, whole VMs) × local batch (powers of
 two that fit, up to ``max_batch``), homogeneous configurations as in the paper's 2K-setup study. Each
 configuration is one *experiment*: a fresh allocation (its own placement draw) and ``iters`` iterations,
-whose mean is the measured truth. srifty predicts it one-shot from what it learned on the cloud (4-probe
-profiles, the bandwidth model fitted on the grid probe); so does APM (linear compute, alpha-beta, no
-overlap). Errors are ``(predicted − measured) / measured``; MAPE is the mean of their absolute values.
+whose mean is the measured truth. Every method that predicts does so one-shot from what it learned on the
+cloud (:data:`PREDICTING`): srifty (4-probe profiles, the bandwidth model fitted on the grid probe), APM
+(linear compute, alpha-beta, no overlap) and Paleo (analytical from op counts and datasheets). The other
+methods predict with srifty's simulator (CGF, FGF, random, homogeneous) or measure (Oracle BO). Errors are
+``(predicted − measured) / measured``; MAPE is the mean of their absolute values.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from typing import Any
 import numpy as np
 
 from srifty.catalog import load_catalog
-from srifty.cloud import EmulatedCloud, find_source_profiles, named_rng
-from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, learn_network, profile_gpus
+from srifty.cloud import EmulatedCloud, named_rng
+from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, learn_network
+from srifty.evaluate.profiling import profile_gpus
+from srifty.evaluate.world import make_world
 from srifty.plan import Knowledge, get_method
 from srifty.plan.space import powers_of_two
 from srifty.vocab import make_config
@@ -37,11 +41,23 @@ DEFAULT_MODELS = (
     "hf:bert-base",
     "hf:xlm",
 )
-#: T4, V100 and A10G types with one and four GPUs per VM (the paper used g3, g4dn and p3).
-DEFAULT_TYPES = ("g4dn.2xlarge", "g4dn.8xlarge", "g4dn.12xlarge", "p3.2xlarge", "p3.8xlarge", "g5.12xlarge")
+#: T4, V100 and A10G types with one and four GPUs per VM (the paper used g3, g4dn and p3), and the newer
+#: generations the harder suite rents: A100 (8 per VM) and H100 (1 per VM).
+DEFAULT_TYPES = (
+    "g4dn.2xlarge",
+    "g4dn.8xlarge",
+    "g4dn.12xlarge",
+    "p3.2xlarge",
+    "p3.8xlarge",
+    "g5.12xlarge",
+    "p4d.24xlarge",
+    "p5.4xlarge",
+)
 DEFAULT_WORLD_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 Progress = Callable[[str], None]
+#: Methods with a predictor of their own.
+PREDICTING = ("srifty", "apm", "paleo")
 
 
 @dataclass(frozen=True)
@@ -57,7 +73,7 @@ class AccuracySettings:
         iters: iterations per experiment.
         fit_trials: Optuna trials per side of the MTU for srifty's bandwidth model.
         probe_allocations: allocations the network is probed on, per type.
-        profile_dirs: folders of source profiles (before the bundled ones).
+        profile_dirs: folders of profiles (with op counts) of models the cloud does not bundle.
         region: where the types are rented.
     """
 
@@ -129,9 +145,9 @@ def error_stats(errors: Sequence[float]) -> dict[str, Any]:
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Error statistics of srifty and APM overall and by model, world size and instance type."""
+    """Error statistics of each predicting method overall and by model, world size and instance type."""
     out: dict[str, Any] = {}
-    for method in ("srifty", "apm"):
+    for method in (m for m in PREDICTING if rows and f"{m}_error" in rows[0]):
         errs = [r[f"{method}_error"] for r in rows]
         by: dict[str, dict[str, Any]] = {}
         for key in ("model", "world_size", "instance_type"):
@@ -153,8 +169,8 @@ def run_accuracy(settings: AccuracySettings, progress: Progress | None = None) -
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
     catalog = load_catalog()
-    sources = {m: find_source_profiles(m, settings.profile_dirs) for m in settings.models}
-    cloud = EmulatedCloud(sources, seed=settings.seed, catalog=catalog, region=settings.region)
+    world = make_world(settings.models, settings.seed, catalog, settings.region, profile_dirs=settings.profile_dirs)
+    cloud = world.cloud
     types = list(settings.instance_types)
     for name in types:
         cloud.instance(name)
@@ -164,10 +180,9 @@ def run_accuracy(settings: AccuracySettings, progress: Progress | None = None) -
     skipped: list[str] = []
     for model in settings.models:
         say(f"{model}: profiling and predicting the grid")
-        profiles = profile_gpus(cloud, model, types, settings.seed)
+        profiles = profile_gpus(cloud, model, types, settings.seed, world.templates[model], catalog)
         knowledge = Knowledge(profiles, network.bandwidth_model, network.alpha_beta, seed=settings.seed)
-        srifty = get_method("srifty").make_predictor(knowledge)
-        apm = get_method("apm").make_predictor(knowledge)
+        predictors = {m: get_method(m).make_predictor(knowledge) for m in PREDICTING}
         for name in types:
             configs = grid_configs(cloud, model, name, settings)
             if not configs:
@@ -184,25 +199,23 @@ def run_accuracy(settings: AccuracySettings, progress: Progress | None = None) -
                         model=model,
                     ).mean()
                 )
-                predicted = srifty.predict(config).iter_mean_s
-                baseline = apm.predict(config).iter_mean_s
                 group = config.groups[0]
-                rows.append(
-                    {
-                        "model": model,
-                        "instance_type": name,
-                        "gpu": group.instance.gpu_name,
-                        "world_size": config.world_size,
-                        "n_vms": config.n_vms,
-                        "local_batch": group.local_batch,
-                        "measured_iter_s": measured,
-                        "srifty_iter_s": predicted,
-                        "apm_iter_s": baseline,
-                        "srifty_error": predicted / measured - 1.0,
-                        "apm_error": baseline / measured - 1.0,
-                        "allocation_id": allocation.allocation_id,
-                    }
-                )
+                row: dict[str, Any] = {
+                    "model": model,
+                    "instance_type": name,
+                    "gpu": group.instance.gpu_name,
+                    "world_size": config.world_size,
+                    "n_vms": config.n_vms,
+                    "local_batch": group.local_batch,
+                    "measured_iter_s": measured,
+                    "truth_certainty": cloud.truth(group.instance.gpu_name, model).certainty,
+                    "allocation_id": allocation.allocation_id,
+                }
+                for method, predictor in predictors.items():
+                    predicted = predictor.predict(config).iter_mean_s
+                    row[f"{method}_iter_s"] = predicted
+                    row[f"{method}_error"] = predicted / measured - 1.0
+                rows.append(row)
     return AccuracyRun(
         rows=tuple(rows),
         summary=summarise(rows),

@@ -1,15 +1,17 @@
 """``srifty eval cases``: every method's plan for each job, judged on the emulated cloud's ground truth.
 
-For each job spec (the paper's case studies in ``examples/``):
+For each job spec (the paper's case studies in ``examples/``, or the harder suite's):
 
-1. srifty profiles each GPU type on the cloud (4 probes) and uses the network knowledge learned once for
-   all jobs (:mod:`srifty.evaluate.learn`);
+1. srifty profiles each GPU type on the cloud (4 probes, :mod:`srifty.evaluate.profiling`) and uses the
+   network knowledge learned once for all jobs (:mod:`srifty.evaluate.learn`);
 2. srifty and each baseline plan as the methods' registry says (:mod:`srifty.plan.methods`): with its
-   own predictor over what it learned, or, for Oracle BO, by measuring on the truth itself;
-3. every configuration of the true space is judged on the truth (:mod:`srifty.evaluate.truth`), which
-   gives the true optimum, and each method's choice is judged the same way.
+   own predictor over what it learned, by measuring on the truth itself (Oracle BO), or by drawing at
+   random (the median of its draws' true outcomes stands for it);
+3. the true space is judged on the truth (:mod:`srifty.evaluate.truth`): whole where it is small enough,
+   which gives the true optimum, else a pool that gives the best-known reference; each method's choice is
+   judged the same way.
 
-Everything is seeded: the same seed, sources and settings give the same results.
+Everything is seeded: the same seed, profiles and settings give the same results.
 """
 
 from __future__ import annotations
@@ -17,15 +19,25 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from srifty.catalog import Catalog, load_catalog
-from srifty.cloud import EmulatedCloud, find_source_profiles
 from srifty.errors import SpecError
-from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, NetworkKnowledge, learn_network, profile_gpus
-from srifty.evaluate.truth import TrueOutcome, TruthJudge, true_optimum
+from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, NetworkKnowledge, learn_network
+from srifty.evaluate.profiling import profile_gpus
+from srifty.evaluate.truth import (
+    DEFAULT_EXHAUSTIVE_LIMIT,
+    TrueOutcome,
+    TruthJudge,
+    best_known,
+    true_optimum,
+)
+from srifty.evaluate.why import explain
+from srifty.evaluate.world import World, make_world
 from srifty.plan import (
     METHODS,
     BatchPolicy,
@@ -33,6 +45,7 @@ from srifty.plan import (
     Knowledge,
     PlanProblem,
     ProfileLimits,
+    best_of,
     build_problems,
     compute_latency_ms,
     count_configs,
@@ -41,6 +54,9 @@ from srifty.plan import (
     objective,
 )
 from srifty.plan.api import area_type_names, spec_area
+from srifty.plan.methods import sample_placed
+from srifty.plan.methods.oracle_bo import homogeneous_configs
+from srifty.plan.scoring import preference
 from srifty.spec import JobSpec, load_spec
 
 #: Every method the evaluation runs by default: all of the registry's.
@@ -61,8 +77,9 @@ class CaseSettings:
         probe_allocations: allocations the network is probed on, per instance type.
         max_probe_world: largest world size probed (the paper's 64).
         methods: which methods to run (names in :data:`~srifty.plan.methods.METHODS`).
-        profile_dirs: folders of source profiles for the cloud's compute truth (before the bundled ones).
+        profile_dirs: folders of profiles (with op counts) of models the cloud does not bundle.
         bo_fraction: share of the space Oracle BO may measure.
+        exhaustive_limit: true spaces up to this size are judged whole; larger ones against the best known.
     """
 
     seed: int = 0
@@ -74,6 +91,7 @@ class CaseSettings:
     methods: tuple[str, ...] = ALL_METHODS
     profile_dirs: tuple[Path, ...] = ()
     bo_fraction: float = 1.0 / 3.0
+    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,8 @@ class MethodOutcome:
         solve_s: the method's search time (Oracle BO: including its measurements on the truth).
         n_evaluated: configurations it predicted (or, for Oracle BO, measured).
         note: anything worth a sentence.
+        draw_ratios: for a random baseline, every draw's ratio to the optimum (``None``: it broke a
+            constraint); the row itself is the median draw.
         zone: the zone the configuration's spot VMs run in (``None``: on-demand only, or no choice).
     """
 
@@ -110,12 +130,19 @@ class MethodOutcome:
     solve_s: float
     n_evaluated: int
     note: str = ""
+    draw_ratios: tuple[float | None, ...] = ()
     zone: str | None = None
 
 
 @dataclass(frozen=True)
 class CaseResult:
-    """Everything measured for one job."""
+    """Everything measured for one job.
+
+    ``reference`` is ``"exhaustive"`` (every configuration judged: ``optimum`` is the true optimum) or
+    ``"best known"`` (a pool judged, see :func:`srifty.evaluate.truth.best_known`); ``space_size`` counts the
+    whole true space either way, ``n_judged`` what was judged. ``homogeneous_optimum`` is the best judged
+    configuration of a single type and market.
+    """
 
     name: str
     spec_path: str
@@ -135,6 +162,11 @@ class CaseResult:
     truth_s: float
     profile_sources: dict[str, str] = field(default_factory=dict)
     instance_gpus: dict[str, str] = field(default_factory=dict)
+    reference: str = "exhaustive"
+    n_judged: int = 0
+    homogeneous_optimum: dict[str, Any] | None = None
+    seed: int = 0
+    why: dict[str, Any] = field(default_factory=dict)
 
 
 def _finite(value: float | None) -> float | None:
@@ -200,21 +232,39 @@ def judged(
     )
 
 
+def _median_draw(goal: str, outcomes: list[TrueOutcome]) -> TrueOutcome | None:
+    """The median of a random baseline's draws by the goal (constraint breakers rank after every feasible one)."""
+    if not outcomes:
+        return None
+    ordered = sorted(outcomes, key=lambda o: (len(o.violations) > 0, *preference(goal, o)))
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _ratio(goal: str, outcome: TrueOutcome, optimum: TrueOutcome | None) -> float | None:
+    if optimum is None or outcome.violations or not math.isfinite(outcome.time_s):
+        return None
+    best = objective(goal, optimum)[0]
+    return objective(goal, outcome)[0] / best if best > 0 else None
+
+
 def run_case(
     spec: JobSpec,
     spec_path: str,
-    cloud: EmulatedCloud,
+    world: World,
     network: NetworkKnowledge,
     settings: CaseSettings,
     catalog: Catalog,
 ) -> CaseResult:
     """Plan ``spec`` with every method and judge all of it on the truth (see the module docstring)."""
+    cloud = world.cloud
     model = spec.model.name or ""
     types = area_type_names(spec, catalog)
-    profiles = profile_gpus(cloud, model, types, settings.seed)
+    profiles = profile_gpus(cloud, model, types, settings.seed, world.templates[model], catalog)
     judge = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
+    space_size = sum(count_configs(p) for p in judge.problems)
+    exhaustive = space_size <= settings.exhaustive_limit
     started = time.perf_counter()
-    optimum, outcomes = true_optimum(judge)
+    optimum, outcomes = true_optimum(judge) if exhaustive else (None, [])
     truth_s = time.perf_counter() - started
     knowledge = Knowledge(profiles, network.bandwidth_model, network.alpha_beta, seed=spec.seed)
     problems: dict[BatchPolicy, tuple[PlanProblem, ...]] = {}
@@ -222,6 +272,31 @@ def run_case(
     def latency(cand: Candidate, batch: int) -> float:
         return compute_latency_ms(profiles, cand, batch)
 
+    def problems_for(policy: BatchPolicy) -> tuple[PlanProblem, ...]:
+        if policy not in problems:
+            problems[policy] = build_problems(spec, catalog, ProfileLimits(profiles), policy)
+        return problems[policy]
+
+    # Plan first (no method sees the truth's judgements), then judge every choice.
+    plans: dict[str, Any] = {}
+    for name in settings.methods:
+        method = get_method(name)
+        if method.truth_search is not None:
+            continue
+        placed = problems_for(method.batch_policy)
+        plan = make_plan(placed, method.make_predictor(knowledge), latency, method, "auto")
+        if method.draws:
+            draws = sample_placed(placed, np.random.default_rng([settings.seed, 11]), method.draws)
+            plans[name] = (plan, draws)
+        else:
+            plans[name] = (plan, None)
+    if not exhaustive:
+        picks = [
+            cfg for plan, draws in plans.values() for cfg in ([plan.best.config] if plan.best else []) + (draws or [])
+        ]
+        started = time.perf_counter()
+        optimum, outcomes = best_known(judge, picks, settings.seed)
+        truth_s = time.perf_counter() - started
     rows: list[MethodOutcome] = []
     for name in settings.methods:
         method = get_method(name)
@@ -229,16 +304,21 @@ def run_case(
             # A judge of its own (same draws, empty cache), so its solve time includes its measurements.
             # Its quota is a share of the distinct configurations: the same one in five zones is one to measure.
             fresh = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
-            n_distinct = len({o.config.tagged() for o in outcomes})
-            bo = method.truth_search(judge.problem, fresh.judge, n_distinct, settings.seed, settings.bo_fraction)
-            note = f"measured {bo.n_measured} of {n_distinct} configurations on the truth (quota {bo.budget})"
+            # distinct configurations (one judged in several zones counts once) where the space was judged whole
+            n_space = len({o.config.tagged() for o in outcomes}) if exhaustive else space_size
+            bo = method.truth_search(judge.problem, fresh.judge, n_space, settings.seed, settings.bo_fraction)
+            note = f"measured {bo.n_measured} of {n_space:,} configurations on the truth (quota {bo.budget})"
             rows.append(judged(name, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
             continue
-        if method.batch_policy not in problems:
-            limits = ProfileLimits(profiles)
-            problems[method.batch_policy] = build_problems(spec, catalog, limits, method.batch_policy)
-        problem = problems[method.batch_policy]
-        plan = make_plan(problem, method.make_predictor(knowledge), latency, method, "auto")
+        plan, draws = plans[name]
+        if draws is not None:
+            drawn = [judge.judge(c) for c in draws]
+            median = _median_draw(spec.goal, drawn)
+            size = sum(count_configs(p) for p in problems_for(method.batch_policy))
+            note = f"median of {len(drawn)} uniform draws from {size:,}"
+            row = judged(name, spec.goal, median, optimum, plan.solve_time_s, len(drawn), None, note)
+            rows.append(replace(row, draw_ratios=tuple(_ratio(spec.goal, o, optimum) for o in drawn)))
+            continue
         best = plan.best
         predicted = None if best is None else (best.estimate.iter_mean_s, best.time_s, best.cost_usd)
         outcome = None if best is None else judge.judge(best.config)
@@ -250,6 +330,9 @@ def run_case(
         rows.append(judged(name, spec.goal, outcome, optimum, plan.solve_time_s, plan.n_evaluated, predicted, note))
     points = _points(outcomes, knowledge)
     srifty_space = problems.get("knee") or build_problems(spec, catalog, ProfileLimits(profiles))
+    why = _why(rows, plans, srifty_space, knowledge, world, spec, optimum, judge.tag)
+    homogeneous = {c.notation() for per in homogeneous_configs(judge.problem).values() for c in per}
+    best_homogeneous = best_of(spec.goal, [o for o in outcomes if o.config.notation() in homogeneous])
     return CaseResult(
         name=spec.name or Path(spec_path).stem,
         spec_path=spec_path,
@@ -259,7 +342,7 @@ def run_case(
         iterations=spec.iterations,
         deadline_s=spec.deadline_s,
         budget_usd=spec.budget_usd,
-        space_size=len(outcomes),
+        space_size=space_size,
         srifty_space_size=sum(count_configs(p) for p in srifty_space),
         n_feasible=sum(o.feasible for o in outcomes),
         optimum=None if optimum is None else outcome_dict(optimum),
@@ -277,7 +360,53 @@ def run_case(
         truth_s=truth_s,
         profile_sources={gpu: cloud.truth(gpu, model).origin for gpu in profiles},
         instance_gpus={name: cloud.instance(name).gpu_name for name in types},
+        reference="exhaustive" if exhaustive else "best known",
+        n_judged=len(outcomes),
+        homogeneous_optimum=None if best_homogeneous is None else outcome_dict(best_homogeneous),
+        seed=settings.seed,
+        why=why,
     )
+
+
+def _why(
+    rows: Sequence[MethodOutcome],
+    plans: dict[str, Any],
+    problems: Sequence[PlanProblem],
+    knowledge: Knowledge,
+    world: World,
+    spec: JobSpec,
+    optimum: TrueOutcome | None,
+    tag: str,
+) -> dict[str, Any]:
+    """Why srifty lost to the optimum (missed 2%, broke a constraint, no plan) and to APM (a better ratio)."""
+    mine = next((r for r in rows if r.method == "srifty"), None)
+    if mine is None or "srifty" not in plans or optimum is None:
+        return {}
+    plan = plans["srifty"][0]
+    chosen = plan.best.config if plan.best is not None else None
+    common = {
+        "problems": problems,
+        "evaluated": [s.config.notation() for s in plan.evaluated],
+        "searched_exhaustively": plan.mode == "exhaustive",
+        "predictor": get_method("srifty").make_predictor(knowledge),
+        "cloud": world.cloud,
+        "steady": world.steady,
+        "model": spec.model.name or "",
+        "goal": spec.goal,
+        "chosen": chosen,
+        "chosen_violates": bool(mine.violations),
+        "tag": tag,
+    }
+    out: dict[str, Any] = {}
+    ratio = mine.ratio_to_optimum if not mine.violations else None
+    missed = chosen is None or ratio is None or ratio > 1.02
+    if missed and (chosen is None or chosen.notation() != optimum.config.notation()):
+        out["vs_optimum"] = explain(better=optimum.config, **common)
+    apm = next((r for r in rows if r.method == "apm"), None)
+    apm_ratio = None if apm is None or apm.config is None or apm.violations else apm.ratio_to_optimum
+    if apm_ratio is not None and (ratio is None or apm_ratio < ratio - 0.005):
+        out["vs_apm"] = explain(better=plans["apm"][0].best.config, **common)
+    return out
 
 
 def _points(outcomes: Sequence[TrueOutcome], knowledge: Knowledge) -> list[dict[str, Any]]:
@@ -328,45 +457,60 @@ class CasesRun:
         }
 
 
-def run_cases(spec_paths: Sequence[Path], settings: CaseSettings, progress: Progress | None = None) -> CasesRun:
-    """Evaluate every spec in ``spec_paths`` on one emulated cloud seeded with ``settings.seed``.
+SpecInput = Path | tuple[JobSpec, str]
+
+
+def run_cases(
+    spec_inputs: Sequence[SpecInput],
+    settings: CaseSettings,
+    progress: Progress | None = None,
+    network: NetworkKnowledge | None = None,
+) -> CasesRun:
+    """Evaluate every spec (a file, or a ``(spec, label)`` pair) on one emulated cloud seeded ``settings.seed``.
+
+    Args:
+        network: what srifty learned of this seed's network, when a caller already has it (``run_seeds`` of
+            several spec sets on one seed); learned here otherwise.
 
     Raises:
-        SpecError: a spec is invalid.
-        CloudError: a model has no source profile.
+        SpecError: a spec is invalid, or an unknown method.
+        CloudError: a model the cloud cannot train.
     """
     say = progress or (lambda _msg: None)
     started = time.perf_counter()
     catalog = load_catalog()
-    specs = [(load_spec(p), str(p)) for p in spec_paths]
+    specs = [(load_spec(s), str(s)) if isinstance(s, Path) else s for s in spec_inputs]
     unknown = sorted(set(settings.methods) - set(METHODS))
     if unknown:
         raise SpecError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}.")
-    sources = {}
-    for spec, _ in specs:
-        name = spec.model.name or ""
-        if name not in sources:
-            sources[name] = find_source_profiles(name, settings.profile_dirs, spec.model.precision)
+    models = [spec.model.name or "" for spec, _ in specs]
+    precision = specs[0][0].model.precision
     regions = {spec_area(spec, catalog) for spec, _ in specs}
     if len(regions) > 1:
         listed = ", ".join(f"{c} {r}" for c, r in sorted(regions))
         raise SpecError(f"the specs plan in different regions ({listed}); the emulated cloud rents in one region.")
     cloud_name, region = regions.pop()
-    cloud = EmulatedCloud(sources, seed=settings.seed, catalog=catalog, region=region, cloud=cloud_name)
+    world = make_world(models, settings.seed, catalog, region, cloud_name, settings.profile_dirs, precision)
     types = sorted({name for spec, _ in specs for name in area_type_names(spec, catalog)})
-    say(f"probing the network of {', '.join(types)} on the emulated cloud and fitting the models")
-    network = learn_network(
-        cloud, types, settings.seed, settings.fit_trials, settings.probe_allocations, settings.max_probe_world
-    )
+    if network is None:
+        say(
+            f"seed {settings.seed}: probing the network of {', '.join(types)} on the emulated cloud and fitting "
+            "the models"
+        )
+        network = learn_network(
+            world.cloud, types, settings.seed, settings.fit_trials, settings.probe_allocations, settings.max_probe_world
+        )
     results = []
     for spec, path in specs:
-        say(f"{spec.name}: planning with {', '.join(settings.methods)} and judging on the truth")
-        results.append(run_case(spec, path, cloud, network, settings, catalog))
+        say(
+            f"seed {settings.seed}, {spec.name}: planning with {len(settings.methods)} methods and judging on the truth"
+        )
+        results.append(run_case(spec, path, world, network, settings, catalog))
     model = network.bandwidth_model
     return CasesRun(
         cases=tuple(results),
         settings=settings,
-        cloud=cloud.describe(),
+        cloud=world.cloud.describe(),
         network={
             "probe_rows": len(network.probes),
             "instance_types": types,
@@ -379,4 +523,13 @@ def run_cases(spec_paths: Sequence[Path], settings: CaseSettings, progress: Prog
     )
 
 
-__all__ = ["ALL_METHODS", "CaseResult", "CaseSettings", "CasesRun", "MethodOutcome", "run_case", "run_cases"]
+__all__ = [
+    "ALL_METHODS",
+    "CaseResult",
+    "CaseSettings",
+    "CasesRun",
+    "MethodOutcome",
+    "SpecInput",
+    "run_case",
+    "run_cases",
+]

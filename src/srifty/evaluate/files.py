@@ -13,6 +13,7 @@ from typing import Any
 from srifty.artifacts import atomic_write_text, write_json_artifact
 from srifty.evaluate.accuracy import AccuracyRun
 from srifty.evaluate.cases import CasesRun
+from srifty.evaluate.seeds import SeedsRun, tag_infinite
 
 CASES_KIND = "eval-cases"
 ACCURACY_KIND = "eval-accuracy"
@@ -98,4 +99,28 @@ def save_accuracy(run: AccuracyRun, folder: Path) -> tuple[Path, Path]:
     json_path = write_json_artifact(folder / "accuracy.json", ACCURACY_KIND, EVAL_SCHEMA_VERSION, doc)
     columns = list(run.rows[0]) if run.rows else ["model"]
     csv_path = atomic_write_text(folder / "accuracy.csv", _csv(columns, run.rows))
+    return json_path, csv_path
+
+
+SEEDS_KIND = "eval-seeds"
+SEEDS_COLUMNS = ("seed", "case", "method", "config", "ratio", "violations", "reference", "solve_s")
+
+
+def save_seeds(run: SeedsRun, folder: Path, stem: str = "seeds", with_points: bool = True) -> tuple[Path, Path]:
+    """Write ``<stem>.json`` (every seed's run, the rows, the summary per method and per case) and ``<stem>.csv``
+    (one row per seed, case and method; ratio ``inf``: a constraint broken or no plan) into ``folder``.
+
+    Args:
+        with_points: keep the first seed's per-configuration points (every judged configuration with its true
+            outcome and the predictions); without, the file holds the choices and ratios only (a harder-suite
+            run judges tens of thousands of configurations: about 10 MB of points).
+    """
+    doc = json_safe(run.to_dict())
+    if not with_points:
+        for seed_run in doc["runs"]:
+            for case in seed_run["cases"]:
+                case["points"] = []
+    json_path = write_json_artifact(folder / f"{stem}.json", SEEDS_KIND, EVAL_SCHEMA_VERSION, doc)
+    rows = [{**r, "violations": ";".join(r["violations"])} for r in tag_infinite(run.rows())]
+    csv_path = atomic_write_text(folder / f"{stem}.csv", _csv(SEEDS_COLUMNS, rows))
     return json_path, csv_path

@@ -1,7 +1,7 @@
 """srifty's learning pipeline against the emulated cloud, as it would run against a real one.
 
 1. **Profile** each GPU type once, on one VM of a candidate type with that GPU: 4 probes, placed by
-   srifty's own probe placement (:meth:`srifty.cloud.EmulatedCloud.profile`).
+   srifty's own probe placement (:mod:`srifty.evaluate.profiling`).
 2. **Grid-probe** the network of each instance type on a few fresh allocations
    (:meth:`srifty.cloud.EmulatedCloud.probe`): world sizes 2 to 64, 4 B to 512 MiB, 1, 2 and 4
    concurrent transfers, as the paper's dataset.
@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from srifty.cloud import EmulatedCloud, named_rng
-from srifty.compute import Profile
 
 if TYPE_CHECKING:  # importing them needs xgboost; the fields are filled by fit_network
     from srifty.network import BandwidthModel
@@ -85,18 +84,10 @@ def learn_network(
     started = time.perf_counter()
     probes = probe_network(cloud, instance_types, seed, n_allocations, max_world)
     probed = time.perf_counter()
-    model = BandwidthModel(n_trials=n_trials, n_folds=DEFAULT_FIT_FOLDS, seed=seed, n_jobs=2).fit(
+    # One thread: with two, XGBoost's OpenMP threads spin against whatever else runs on a 2-core machine, and a
+    # 16k-row fit went from 2 s to 190 s.
+    model = BandwidthModel(n_trials=n_trials, n_folds=DEFAULT_FIT_FOLDS, seed=seed, n_jobs=1).fit(
         probes, provenance={"source": cloud.label, "instance_types": sorted(set(instance_types))}
     )
     alpha_beta = AlphaBetaModel().fit(probes)
     return NetworkKnowledge(probes, model, alpha_beta, n_trials, probed - started, time.perf_counter() - probed)
-
-
-def profile_gpus(cloud: EmulatedCloud, model: str, instance_types: Sequence[str], seed: int) -> dict[str, Profile]:
-    """One emulated-cloud profile per GPU type among ``instance_types`` (on the first type with that GPU)."""
-    profiles: dict[str, Profile] = {}
-    for name in instance_types:
-        gpu = cloud.instance(name).gpu_name
-        if gpu not in profiles:
-            profiles[gpu] = cloud.profile(name, named_rng(seed, "profile", model, gpu), model=model)
-    return profiles

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from srifty.artifacts import atomic_write_text
-from srifty.catalog import load_catalog
-from srifty.cloud import EmulatedCloud, named_rng
-from srifty.compute import Profile
-from srifty.compute.bundled import bundled_profiles_for
+from srifty.catalog import Catalog, load_catalog
+from srifty.cloud import named_rng
 from srifty.errors import SpecError
-from srifty.evaluate.learn import learn_network, profile_gpus
+from srifty.evaluate.learn import learn_network
+from srifty.evaluate.profiling import profile_gpus
+from srifty.evaluate.world import World, make_world
 from srifty.plan.api import area_type_names, plan_job, require_global_batch, spec_area, spec_config
 from srifty.plan.inputs import PlanInputs
 from srifty.plan.result import Plan
@@ -47,33 +47,37 @@ class ScenarioOutcome:
     timeline: list[dict[str, object]] = field(default_factory=list)
 
 
-def learned_inputs(spec: JobSpec, cloud: EmulatedCloud, seed: int) -> PlanInputs:
+def learned_inputs(spec: JobSpec, world: World, seed: int, catalog: Catalog) -> PlanInputs:
     """srifty's knowledge of the emulated cloud: measured profiles per GPU and a fitted bandwidth model."""
-    types = area_type_names(spec, cloud.catalog)
+    types = area_type_names(spec, catalog)
     model = spec.model.name or ""
-    profiles = profile_gpus(cloud, model, types, seed)
-    knowledge = learn_network(cloud, types, seed)
+    profiles = profile_gpus(world.cloud, model, types, seed, world.templates[model], catalog)
+    knowledge = learn_network(world.cloud, types, seed)
     sources = {gpu: "measured on the EMULATED cloud (4 probes)" for gpu in profiles}
     return PlanInputs(profiles, sources, knowledge.bandwidth_model, "fitted on EMULATED-cloud probes")
 
 
-def run_scenario(spec: JobSpec, run_dir: Path, sources: dict[str, list[Profile]] | None = None) -> ScenarioOutcome:
-    """Run ``spec``'s scenario on the emulated cloud (see the module docstring)."""
+def run_scenario(spec: JobSpec, run_dir: Path, profile_dirs: tuple[Path, ...] = ()) -> ScenarioOutcome:
+    """Run ``spec``'s scenario on the emulated cloud (see the module docstring).
+
+    Args:
+        profile_dirs: folders of profiles (with op counts) of a model the cloud does not bundle; the spec's own
+            ``model.profiles`` are looked at too.
+    """
     emulation = spec.emulation
     if emulation is None:
         raise SpecError("--emulated needs an `emulation:` section in the spec (at least `seed: 0`)")
     model = spec.model.name or ""
-    source_profiles = sources or {model: [p for p in bundled_profiles_for(model) if p.device.kind == "cpu"]}
-    if not source_profiles.get(model):
-        raise SpecError(f"the emulated cloud needs a bundled CPU profile of {model} to build its truth from")
     catalog = load_catalog()
     config: Config | None = None
     if emulation.start_config is not None:  # checked before the (seconds-long) learning below
         config = spec_config(emulation.start_config, spec, catalog)
         require_global_batch(config, spec, "emulation.start_config")
+    dirs = (*profile_dirs, *spec.model.profiles)
     cloud_name, region = spec_area(spec, catalog)
-    cloud = EmulatedCloud(source_profiles, seed=emulation.seed, region=region, cloud=cloud_name, model=model)
-    inputs = learned_inputs(spec, cloud, emulation.seed)
+    world = make_world([model], emulation.seed, catalog, region, cloud_name, dirs, spec.model.precision)
+    cloud = world.cloud
+    inputs = learned_inputs(spec, world, emulation.seed, catalog)
 
     def replan(remaining: JobSpec) -> Plan:
         return plan_job(remaining, catalog, inputs)[0]

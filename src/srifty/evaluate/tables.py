@@ -23,7 +23,7 @@ CASE_HEADER = (
 )
 #: How tables print each method (the registry's labels).
 METHOD_LABELS = {name: method.label for name, method in METHODS.items()}
-ACCURACY_HEADER = ("group", "n", "srifty MAPE", "APM MAPE")
+ACCURACY_HEADER = ("group", "n", "srifty MAPE", "APM MAPE", "Paleo MAPE")
 UNDER_HEADER = ("method", "MAPE", "underestimates", "MAPE when under", "90th pct. when under")
 
 
@@ -80,22 +80,36 @@ def cases_rows(run: CasesRun) -> list[list[str]]:
 
 
 def accuracy_rows(run: AccuracyRun) -> list[list[str]]:
-    """Table 5 of the paper: MAPE of srifty and APM by model, world size and instance type, and overall."""
-    s, a = run.summary["srifty"], run.summary["apm"]
+    """Table 5 of the paper: MAPE of srifty, APM and Paleo by model, world size and instance type, and overall."""
+    s = run.summary["srifty"]
+    others = [run.summary.get(m) for m in ("apm", "paleo")]
     rows: list[list[str]] = []
+
+    def mape(summary: dict[str, Any] | None, key: str | None, g: str | None) -> str:
+        if summary is None:
+            return "—"
+        part = summary["overall"] if key is None else summary["by"][key].get(str(g), {})
+        return _pct(part.get("mape"))
+
     for key, label in (("model", "model"), ("world_size", "world size"), ("instance_type", "instance type")):
         groups = s["by"][key]
         order = sorted(groups, key=lambda g: (int(g) if key == "world_size" else 0, g))
         for g in order:
-            rows.append([f"{label}: {g}", str(groups[g]["n"]), _pct(groups[g]["mape"]), _pct(a["by"][key][g]["mape"])])
-    rows.append(["**overall**", str(s["overall"]["n"]), _pct(s["overall"]["mape"]), _pct(a["overall"]["mape"])])
+            rows.append(
+                [f"{label}: {g}", str(groups[g]["n"]), _pct(groups[g]["mape"]), *(mape(o, key, g) for o in others)]
+            )
+    rows.append(
+        ["**overall**", str(s["overall"]["n"]), _pct(s["overall"]["mape"]), *(mape(o, None, None) for o in others)]
+    )
     return rows
 
 
 def underestimation_rows(run: AccuracyRun) -> list[list[str]]:
     """Figure 7 of the paper: how often each method underestimates, and by how much."""
     rows = []
-    for method, label in (("srifty", "srifty"), ("apm", "APM")):
+    for method, label in (("srifty", "srifty"), ("apm", "APM"), ("paleo", "Paleo")):
+        if method not in run.summary:
+            continue
         o = run.summary[method]["overall"]
         rows.append([label, _pct(o["mape"]), _pct(o["under_rate"]), _pct(o["under_mape"]), _pct(o["under_p90"])])
     return rows
@@ -192,3 +206,105 @@ def miss_notes(run: CasesRun, method: str = "srifty") -> list[str]:
         why = "; ".join(reason) or "see the points in the raw results"
         notes.append(f"{case.name}: {METHOD_LABELS.get(method, method)} chose {got}; {why}.")
     return notes
+
+
+SEEDS_HEADER = (
+    "method",
+    "median ratio [p10–p90]",
+    "within 2%",
+    "within 5%",
+    "deadline violations",
+    "budget violations",
+    "no plan (feasible existed)",
+    "right about infeasible",
+    "mean solve (s)",
+)
+BEFORE_HEADER = ("before: median ratio [p10–p90]", "before: within 5%")
+
+
+def _ratio_text(value: Any) -> str:
+    if value is None:
+        return "—"
+    if value == "inf" or (isinstance(value, float) and math.isinf(value)):
+        return "∞"
+    return f"{float(value):.3f}"
+
+
+def spread_text(stats: dict[str, Any]) -> str:
+    """``median [p10–p90]`` of a method's ratios (∞: a constraint broken or no plan)."""
+    if not stats.get("n"):
+        return "—"
+    return f"{_ratio_text(stats['median'])} [{_ratio_text(stats['p10'])}–{_ratio_text(stats['p90'])}]"
+
+
+def seeds_summary_rows(
+    summary: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]] | None = None
+) -> list[list[str]]:
+    """One row per method over every (case, seed); with ``before``, its median and within-5% beside."""
+    rows = []
+    for method, s in summary.items():
+        n = s["n"]
+        row = [
+            METHOD_LABELS.get(method, method),
+            spread_text(s),
+            f"{s['within_2pct']} of {n}",
+            f"{s['within_5pct']} of {n}",
+            str(s["deadline_violations"]),
+            str(s["budget_violations"]),
+            str(s["no_plan"]),
+            f"{s['right_about_infeasible']} of {s['infeasible_cases']}" if s["infeasible_cases"] else "—",
+            f"{s['mean_solve_s']:.2f}",
+        ]
+        if before is not None:
+            b = before.get(method)
+            row += [spread_text(b), f"{b['within_5pct']} of {b['n']}"] if b else ["(new)", "(new)"]
+        rows.append(row)
+    return rows
+
+
+SEEDS_CASE_HEADER = ("case", "reference", "method", "median ratio [p10–p90]", "within 5%", "violations", "no plan")
+
+
+def seeds_case_rows(per_case: dict[str, dict[str, dict[str, Any]]]) -> list[list[str]]:
+    """Per case and method, over seeds."""
+    rows = []
+    for case, methods in per_case.items():
+        for method, s in methods.items():
+            if not s["n"]:
+                rows.append(
+                    [
+                        case,
+                        "none feasible",
+                        METHOD_LABELS.get(method, method),
+                        "—",
+                        "—",
+                        "—",
+                        f"right {s['right_about_infeasible']} of {s['infeasible_cases']}",
+                    ]
+                )
+                continue
+            rows.append(
+                [
+                    case,
+                    ", ".join(s["reference"]),
+                    METHOD_LABELS.get(method, method),
+                    spread_text(s),
+                    f"{s['within_5pct']} of {s['n']}",
+                    str(s["deadline_violations"] + s["budget_violations"]),
+                    str(s["no_plan"]),
+                ]
+            )
+    return rows
+
+
+WHY_HEADER = ("srifty lost", "(case, seed) pairs", "search", "compute shape", "network", "stragglers")
+
+
+def why_rows(summary: dict[str, dict[str, int]]) -> list[list[str]]:
+    """How many of srifty's losses each cause explains (:mod:`srifty.evaluate.why`)."""
+    labels = {"vs_optimum": "to the reference (beyond 2%, a broken constraint, or no plan)", "vs_apm": "to APM"}
+    rows = []
+    for against in ("vs_optimum", "vs_apm"):
+        counts = summary.get(against, {})
+        rows.append([labels[against], str(sum(counts.values())), *(str(counts.get(c, 0)) for c in WHY_HEADER[2:])])
+    return rows

@@ -93,7 +93,9 @@ def make_plan(
         _price_everywhere(pool, pruning.original or batch, memo)
     scored = list(pool.values())
     mixed = len({full_vm_price(s) for s in scored}) > 1
-    if entry.honours_constraints:
+    if entry.draws:
+        ranked = list(scored)  # random draws: the first draw stands for the method (an evaluation takes the median)
+    elif entry.honours_constraints:
         ranked = sorted((s for s in scored if s.feasible), key=lambda s: _order_key(goal, s, mixed))
     else:
         ranked = sorted(scored, key=lambda s: (mixed and not full_vm_price(s), *objective(goal, s)))
@@ -121,7 +123,8 @@ def make_plan(
         search_space_size=space,
         n_ilp_solved=n_ilp,
         solve_time_s=elapsed,
-        infeasibility=None if feasible_best is not None else explain(batch, scored),
+        # A method that ignores the constraints may show an infeasible choice beside feasible ones it scored.
+        infeasibility=None if feasible_best is not None or any(x.feasible for x in scored) else explain(batch, scored),
         notes=tuple(notes),
         evaluated=tuple(scored),
         placements=placed,

@@ -10,7 +10,7 @@ from typing import Any
 from srifty.artifacts import write_json_artifact
 from srifty.plan.problem import Placement, PlanProblem
 from srifty.plan.prune import Pruning
-from srifty.plan.scoring import Scored, preference
+from srifty.plan.scoring import OutcomeT, Scored, preference
 
 PLAN_KIND = "plan"
 PLAN_SCHEMA_VERSION = 1
@@ -251,9 +251,9 @@ def point_dict(s: Scored) -> dict[str, Any]:
     }
 
 
-def pareto_front(scored: Sequence[Scored]) -> list[Scored]:
-    """Configurations no other beats on both time and cost, fastest first."""
-    front: list[Scored] = []
+def pareto_front(scored: Sequence[OutcomeT]) -> list[OutcomeT]:
+    """Configurations no other beats on both time and cost, fastest first (predicted or true outcomes)."""
+    front: list[OutcomeT] = []
     best_cost = float("inf")
     for s in sorted(scored, key=lambda x: (x.time_s, x.cost_usd, x.config.notation())):
         if s.cost_usd < best_cost - 1e-12:

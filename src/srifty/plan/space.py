@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from srifty.plan.problem import Candidate, PlanProblem
 from srifty.vocab import Config, ConfigGroup
@@ -106,24 +107,47 @@ def _shifted_window_sum(ways: np.ndarray, step: int, count: int) -> np.ndarray:
     return (upper - lower).reshape(-1)[:n]
 
 
+def _reachable(problem: PlanProblem) -> list[NDArray[np.bool_]]:
+    """``reach[i][r]``: candidates ``i..`` can place exactly ``r`` samples (``reach[n]`` only ``0``)."""
+    total = problem.global_batch
+    cands = problem.candidates
+    reach = [np.zeros(total + 1, dtype=bool) for _ in range(len(cands) + 1)]
+    reach[len(cands)][0] = True
+    for i in range(len(cands) - 1, -1, -1):
+        row = reach[i + 1].copy()
+        cand = cands[i]
+        for b in cand.batches:
+            per_vm = cand.gpus * b
+            for c in range(1, min(cand.quota, total // per_vm) + 1):
+                shift = c * per_vm
+                row[shift:] |= reach[i + 1][: total + 1 - shift]
+        reach[i] = row
+    return reach
+
+
 def enumerate_configs(problem: PlanProblem) -> Iterator[Config]:
-    """Every assignment satisfying the batch equation, in a deterministic order, placed in the problem's zone."""
+    """Every assignment satisfying the batch equation, in a deterministic order (a branch that cannot place
+    the rest of the global batch is not walked), placed in the problem's zone."""
     cands = problem.candidates
     zone = problem.placement.zone if problem.placement is not None else None
+    reach = _reachable(problem)
 
     def walk(i: int, remaining: int, chosen: list[ConfigGroup]) -> Iterator[Config]:
         if remaining == 0:
             if chosen and (not problem.requires_spot or any(g.market == "spot" for g in chosen)):
                 yield Config(tuple(chosen), zone)
             return
-        if i == len(cands):
+        if i == len(cands) or not reach[i][remaining]:
             return
         yield from walk(i + 1, remaining, chosen)
         cand = cands[i]
+        nxt = reach[i + 1]
         for b in cand.batches:
             per_vm = cand.gpus * b
             for c in range(1, min(cand.quota, remaining // per_vm) + 1):
-                yield from walk(i + 1, remaining - c * per_vm, [*chosen, ConfigGroup(cand.instance, c, b, cand.market)])
+                rest = remaining - c * per_vm
+                if nxt[rest]:
+                    yield from walk(i + 1, rest, [*chosen, ConfigGroup(cand.instance, c, b, cand.market)])
 
     yield from walk(0, problem.global_batch, [])
 

@@ -4,7 +4,9 @@
 * time against cost, every configuration, the Pareto front, the chosen plans marked;
 * predicted against measured (true) iteration time, with the line of perfect prediction;
 * MAPE by model, world size and instance type (accuracy runs);
-* the runtime timeline: iterations done against time, with its events.
+* the runtime timeline: iterations done against time, with its events;
+* over seeds: each method's ratios to the reference as a box with every seed's point (broken constraints and
+  missing plans drawn above the top, at "∞").
 """
 
 from __future__ import annotations
@@ -227,3 +229,37 @@ def timeline(title: str, records: Sequence[Mapping[str, Any]]) -> Any:
 def _event_text(record: Mapping[str, Any]) -> str:
     extra = ", ".join(f"{k}={v}" for k, v in record.items() if k not in ("time_s", "iteration", "event"))
     return record["event"] + (f" ({extra})" if extra else "")
+
+
+def ratio_boxes(title: str, ratios: Mapping[str, Sequence[Any]]) -> Any:
+    """Box per method of its ratios over seeds; ``inf``/``"inf"`` (a constraint broken, no plan) drawn at the top."""
+    go = _go()
+    finite = [float(r) for values in ratios.values() for r in values if _finite_ratio(r)]
+    top = max([*finite, 1.0]) * 1.15
+    fig = go.Figure()
+    for method, values in ratios.items():
+        shown = [float(r) if _finite_ratio(r) else top for r in values if r is not None]
+        labels = [
+            f"{float(r):.3f}" if _finite_ratio(r) else "∞ (broke a constraint or no plan)"
+            for r in values
+            if r is not None
+        ]
+        fig.add_trace(
+            go.Box(
+                y=shown,
+                name=method,
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                text=labels,
+                hovertemplate="%{text}<extra>" + method + "</extra>",
+                marker={"size": 5},
+            )
+        )
+    fig.add_hline(y=1.05, line={"dash": "dot", "color": "gray"}, annotation_text="5%")
+    fig.add_hline(y=top, line={"dash": "dash", "color": "red"}, annotation_text="∞")
+    return _layout(fig, title, "method", "ratio to the reference (1 = optimum)", log_y=True)
+
+
+def _finite_ratio(value: Any) -> bool:
+    return value is not None and value != "inf" and float(value) != float("inf")

@@ -1,8 +1,8 @@
 """The files a report is made of: plans, evaluation results and runtime timelines, read and checked.
 
 * a plan (``srifty plan --json``, kind ``plan``);
-* an evaluation (``srifty eval cases --out``, kind ``eval-cases``; ``srifty eval accuracy --out``, kind
-  ``eval-accuracy``);
+* an evaluation (``srifty eval cases --out``, kind ``eval-cases``; with ``--seeds``, or ``srifty eval suite
+  --out``, kind ``eval-seeds``; ``srifty eval accuracy --out``, kind ``eval-accuracy``);
 * a runtime timeline: a JSON list of records ``{"time_s": float, "iteration": int, "event": str, ...}``;
   ``event`` is ``"iteration"`` for progress and anything else (``launch``, ``inject_preempt``,
   ``preempted``, ``switch``, ``rollback``, ``finished``, ...) for what happened.
@@ -17,7 +17,7 @@ from typing import Any
 from srifty.artifacts import read_json
 from srifty.errors import ArtifactError
 
-KINDS = ("plan", "eval-cases", "eval-accuracy")
+KINDS = ("plan", "eval-cases", "eval-seeds", "eval-accuracy")
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,8 @@ def read_input(path: Path) -> ReportInput:
         shown = kind if kind is not None else type(doc).__name__
         raise ArtifactError(
             f"'{path}' is a '{shown}' file; a report shows plans (`srifty plan --json`), `srifty eval cases --out` "
-            "and `srifty eval accuracy --out` results. Pass a timeline with --timeline."
+            "(with or without --seeds), `srifty eval suite --out` and `srifty eval accuracy --out` results. Pass a "
+            "timeline with --timeline."
         )
     if int(doc.get("schema_version", 0)) > 1:
         raise ArtifactError(f"'{path}' is {kind} schema version {doc['schema_version']}, newer than this srifty reads.")

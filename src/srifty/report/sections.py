@@ -103,10 +103,15 @@ def cases_sections(item: ReportInput) -> list[Section]:
             constraints.append(f"deadline {case['deadline_s']:.0f} s")
         if case.get("budget_usd"):
             constraints.append(f"budget ${case['budget_usd']:.2f}")
+        judged = (
+            f"{case['space_size']:,} configurations judged"
+            if case.get("reference", "exhaustive") == "exhaustive"
+            else f"{case.get('n_judged', 0):,} of {case['space_size']:,} configurations judged (best-known reference)"
+        )
         intro = (
             f"{case['model']}, goal {case['goal']}, global batch {case['global_batch']}, {case['iterations']} "
-            f"iterations{'; ' + ', '.join(constraints) if constraints else ''}. {case['space_size']} configurations "
-            f"judged on the EMULATED cloud's truth, {case['n_feasible']} feasible."
+            f"iterations{'; ' + ', '.join(constraints) if constraints else ''}. {judged} "
+            f"on the EMULATED cloud's truth, {case['n_feasible']} feasible."
         )
         sections.append(
             Section(
@@ -131,17 +136,71 @@ def cases_sections(item: ReportInput) -> list[Section]:
     return sections
 
 
+def seeds_sections(item: ReportInput) -> list[Section]:
+    """An eval-seeds run: each method's ratios over every (case, seed), then per case over seeds."""
+    doc = item.document
+    summary = doc.get("summary", {})
+    seeds = doc.get("seeds", [])
+    text = [
+        f"{doc.get('label', 'evaluation')} over {len(seeds)} seeds of the EMULATED cloud "
+        f"({', '.join(map(str, seeds))}). "
+        "Ratio: the goal's quantity over the reference's (the true optimum, or the best known in spaces too large to "
+        "judge whole); ∞: a constraint broken on the truth, or no plan where one was feasible."
+    ]
+    for method, s in summary.items():
+        if s.get("n"):
+            text.append(
+                f"{method}: median {_ratio(s['median'])} [p10 {_ratio(s['p10'])}, p90 {_ratio(s['p90'])}], within 5% "
+                f"in {s['within_5pct']} of {s['n']}, {s['deadline_violations']} deadline and {s['budget_violations']} "
+                "budget violations."
+            )
+    overall: dict[str, list[Any]] = {}
+    for row in doc.get("rows", []):
+        if row.get("ratio") is not None:
+            overall.setdefault(row["method"], []).append(row["ratio"])
+    sections = [
+        Section(
+            f"Plan quality over seeds: {doc.get('label', '')} (EMULATED cloud)",
+            tuple(_p(t) for t in text),
+            (figures.ratio_boxes("ratio to the reference, every case and seed", overall),),
+        )
+    ]
+    for case, methods in doc.get("per_case", {}).items():
+        ratios = {m: s.get("ratios", []) for m, s in methods.items() if s.get("n")}
+        if not ratios:
+            sections.append(Section(f"{case} over seeds", (_p("Nothing feasible on the truth in any seed."),), ()))
+            continue
+        rows = [
+            f"{m}: median {_ratio(s['median'])} [{_ratio(s['p10'])}–{_ratio(s['p90'])}]" for m, s in methods.items()
+        ]
+        sections.append(
+            Section(
+                f"{case} over seeds",
+                tuple(_p(r) for r in rows),
+                (figures.ratio_boxes(f"{case}: ratio to the reference over seeds", ratios),),
+            )
+        )
+    return sections
+
+
+def _ratio(value: Any) -> str:
+    if value is None:
+        return "—"
+    return "∞" if value == "inf" else f"{float(value):.3f}"
+
+
 def accuracy_sections(item: ReportInput) -> list[Section]:
     """An eval-accuracy run: predictions against the truth, and MAPE by group."""
     doc = item.document
     rows = doc.get("rows", [])
+    methods = [m for m in ("srifty", "apm", "paleo") if rows and f"{m}_iter_s" in rows[0]]
     pairs = {
         m: ([r["measured_iter_s"] for r in rows], [r[f"{m}_iter_s"] for r in rows], [_label(r) for r in rows])
-        for m in ("srifty", "apm")
+        for m in methods
     }
     summary = doc.get("summary", {})
     text = []
-    for m in ("srifty", "apm"):
+    for m in methods:
         o = summary.get(m, {}).get("overall", {})
         if o.get("mape") is not None:
             text.append(
@@ -150,7 +209,7 @@ def accuracy_sections(item: ReportInput) -> list[Section]:
             )
     charts = [figures.predicted_vs_true("one-shot predicted against measured iteration time (EMULATED)", pairs)]
     for key, label in (("model", "model"), ("world_size", "world size"), ("instance_type", "instance type")):
-        by = {m: summary.get(m, {}).get("by", {}).get(key, {}) for m in ("srifty", "apm")}
+        by = {m: summary.get(m, {}).get("by", {}).get(key, {}) for m in methods}
         if any(by.values()):
             charts.append(figures.mape_bars(f"MAPE by {label}", by))
     return [Section("Iteration-time prediction (EMULATED cloud)", tuple(_p(t) for t in text), tuple(charts))]
@@ -175,4 +234,6 @@ def sections_for(item: ReportInput) -> list[Section]:
         return plan_sections(item)
     if item.kind == "eval-cases":
         return cases_sections(item)
+    if item.kind == "eval-seeds":
+        return seeds_sections(item)
     return accuracy_sections(item)

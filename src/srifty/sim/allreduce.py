@@ -5,8 +5,9 @@ starts at its ready time and must move ``bus_bytes = 2·s·(n−1)/n`` bytes (wh
 ``s`` bytes moves per rank, so that ``bus_bytes / busbw`` is its duration). The paper's sharing rule:
 with ``c`` transfers active and ``b_agg`` the sum of their bus bandwidths, each runs at its own
 ``b_bus`` while ``b_agg < b_cap``, and at ``min(b_bus, b_cap / c)`` otherwise. Whenever the active set
-changes, every remaining finish time is recomputed. The heap is keyed ``(time, priority, seq)`` (finishes
-before starts at equal times, then first-come), so runs are deterministic.
+changes, the rates change; a processor-sharing virtual clock (see :func:`_fair_share`) keeps this to the
+transfers whose rate actually changes class, instead of re-queueing every active one (``O(n²)`` for DDP's
+~100 buckets). Finishes come before starts at equal times, then first-come, so runs are deterministic.
 
 ``mode="sequential"`` runs one transfer at a time in start order, as a single communication stream does
 (NCCL issues all of DDP's buckets on one stream).
@@ -86,50 +87,109 @@ def _sequential(starts: NDArray[np.float64], sizes: NDArray[np.float64], rate: N
 def _fair_share(
     starts: NDArray[np.float64], sizes: NDArray[np.float64], busbw: NDArray[np.float64], cap: float
 ) -> AllreduceTrace:
-    heap: list[tuple[float, int, int, int, int]] = []  # (time, priority, seq, transfer, version)
-    seq = 0
-    for i in np.argsort(starts, kind="stable"):
-        heap.append((float(starts[i]), _START, seq, int(i), 0))
-        seq += 1
-    heapq.heapify(heap)
-    # Plain lists: element access on numpy arrays costs more than the arithmetic in this loop.
-    remaining = [float(v) for v in sizes]
+    """The paper's rule with a processor-sharing virtual clock: ``O((n + moves) log n)`` instead of re-queueing
+    every active transfer whenever the active set changes.
+
+    Every active transfer runs at ``min(own_j, L)``, one level ``L`` for all: ``L = ∞`` while the sum of own
+    rates is under the cap, ``cap / c`` otherwise. Transfers with ``own_j ≤ L`` (set *U*) keep a finish time
+    in real time, which only changes when they move; the others (set *S*) all progress at ``L``, so they share
+    a virtual clock ``V`` with ``dV/dt = L`` and finish, in order of their tags ``V_join + remaining``, when
+    ``V`` reaches their tag. When ``L`` changes (an arrival or a finish), only the transfers whose own rate lies
+    between the old and the new level move between the sets. Ties: finishes before arrivals, then arrival
+    order (as the event heap of the reference implementation keys them).
+    """
+    n = len(starts)
+    order = sorted(range(n), key=lambda i: (float(starts[i]), i))
+    arrival = [float(v) for v in starts]
     own = [float(v) for v in busbw]
-    rate = [0.0] * len(remaining)
-    version = [0] * len(remaining)
-    finish = [0.0] * len(remaining)
-    active: list[int] = []
-    now = 0.0
+    size = [float(v) for v in sizes]
+    finish = [0.0] * n
+    where = [0] * n  # 0 pending, 1 in U, 2 in S, 3 done
+    version = [0] * n
+    due = [0.0] * n  # U: finish time
+    tag = [0.0] * n  # S: virtual finish
+    u_due: list[tuple[float, int, int, int]] = []  # (finish time, arrival rank, transfer, version)
+    u_fast: list[tuple[float, int, int]] = []  # (-own, transfer, version): U's fastest first
+    s_tag: list[tuple[float, int, int, int]] = []  # (tag, arrival rank, transfer, version)
+    s_slow: list[tuple[float, int, int]] = []  # (own, transfer, version): S's slowest first
+    rank = {j: r for r, j in enumerate(order)}
+    now = virtual = 0.0
+    level = float("inf")
+    active = 0
+    aggregate = 0.0
+    k = 0
 
-    def reschedule() -> None:
-        nonlocal seq
-        aggregate = sum(own[j] for j in active)
-        share = cap / len(active) if active else 0.0
-        for j in active:
-            new_rate = own[j] if aggregate < cap else min(own[j], share)
-            if new_rate == rate[j]:
-                continue  # its queued finish time still holds
-            rate[j] = new_rate
-            version[j] += 1
-            heapq.heappush(heap, (now + remaining[j] / new_rate, _FINISH, seq, j, version[j]))
-            seq += 1
+    def into_u(j: int, remaining: float) -> None:
+        version[j] += 1
+        where[j] = 1
+        due[j] = now + remaining / own[j]
+        heapq.heappush(u_due, (due[j], rank[j], j, version[j]))
+        heapq.heappush(u_fast, (-own[j], j, version[j]))
 
-    while heap:
-        time, kind, _, j, ver = heapq.heappop(heap)
-        if kind == _FINISH and ver != version[j]:
-            continue  # superseded by a later reschedule
-        elapsed = time - now
-        if elapsed > 0:
-            for k in active:
-                remaining[k] = max(remaining[k] - rate[k] * elapsed, 0.0)
-        now = max(now, time)
-        if kind == _START:
-            active.append(j)
-        else:
-            active.remove(j)
-            remaining[j] = 0.0
-            rate[j] = 0.0
+    def into_s(j: int, remaining: float) -> None:
+        version[j] += 1
+        where[j] = 2
+        tag[j] = virtual + remaining
+        heapq.heappush(s_tag, (tag[j], rank[j], j, version[j]))
+        heapq.heappush(s_slow, (own[j], j, version[j]))
+
+    def top(heap: list[tuple[float, int, int, int]], member: int) -> tuple[float, int] | None:
+        while heap and (where[heap[0][2]] != member or version[heap[0][2]] != heap[0][3]):
+            heapq.heappop(heap)
+        return (heap[0][0], heap[0][2]) if heap else None
+
+    def relevel() -> None:
+        nonlocal level
+        new = float("inf") if aggregate < cap or active == 0 else cap / active
+        if new > level:  # S members now under the level run at their own rate
+            while s_slow:
+                rate, j, ver = s_slow[0]
+                if where[j] != 2 or version[j] != ver:
+                    heapq.heappop(s_slow)
+                elif rate <= new:
+                    heapq.heappop(s_slow)
+                    into_u(j, max(tag[j] - virtual, 0.0))
+                else:
+                    break
+        elif new < level:  # U members above the new level share it
+            while u_fast:
+                neg, j, ver = u_fast[0]
+                if where[j] != 1 or version[j] != ver:
+                    heapq.heappop(u_fast)
+                elif -neg > new:
+                    heapq.heappop(u_fast)
+                    into_s(j, max((due[j] - now) * own[j], 0.0))
+                else:
+                    break
+        level = new
+
+    while True:
+        next_arrival = arrival[order[k]] if k < n else float("inf")
+        u_next = top(u_due, 1)
+        s_next = top(s_tag, 2)
+        u_time = u_next[0] if u_next else float("inf")
+        s_time = now + (s_next[0] - virtual) / level if s_next else float("inf")
+        event = min(u_time, s_time)
+        if event == float("inf") and next_arrival == float("inf"):
+            break
+        if event <= next_arrival:
+            j = u_next[1] if (u_next and u_time <= s_time) else s_next[1]  # type: ignore[index]
+            if s_next and level < float("inf"):
+                virtual += level * max(event - now, 0.0)
+            now = max(now, event)
+            where[j] = 3
             finish[j] = now
-        reschedule()
+            active -= 1
+            aggregate -= own[j]
+        else:
+            if s_next and level < float("inf"):
+                virtual += level * max(next_arrival - now, 0.0)
+            now = max(now, next_arrival)
+            j = order[k]
+            k += 1
+            active += 1
+            aggregate += own[j]
+            into_u(j, size[j])
+        relevel()
     finish_s = np.asarray(finish)
     return AllreduceTrace(float(finish_s.max()), starts.copy(), finish_s)

@@ -5,9 +5,11 @@
 * :mod:`~srifty.plan.methods.paleo`, :mod:`~srifty.plan.methods.paleo_net`: Paleo's analytical compute
   and allreduce models;
 * :mod:`~srifty.plan.methods.greedy`: the CGF and FGF heuristics;
-* :mod:`~srifty.plan.methods.oracle_bo`: Bayesian optimisation on a ground truth.
+* :mod:`~srifty.plan.methods.oracle_bo`: Bayesian optimisation on a ground truth;
+* :mod:`~srifty.plan.methods.draws`: random feasible draws and the best homogeneous configuration.
 """
 
+from srifty.plan.methods.draws import sample_configs, sample_placed
 from srifty.plan.methods.registry import (
     METHODS,
     Knowledge,
@@ -18,4 +20,14 @@ from srifty.plan.methods.registry import (
     planning_methods,
 )
 
-__all__ = ["METHODS", "Knowledge", "Method", "PlanSearch", "TruthSearch", "get_method", "planning_methods"]
+__all__ = [
+    "METHODS",
+    "Knowledge",
+    "Method",
+    "PlanSearch",
+    "TruthSearch",
+    "get_method",
+    "planning_methods",
+    "sample_configs",
+    "sample_placed",
+]

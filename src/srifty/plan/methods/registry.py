@@ -24,6 +24,7 @@ from srifty.errors import SpecError, did_you_mean
 from srifty.plan import solvers
 from srifty.plan.methods import greedy
 from srifty.plan.methods.additive import apm_predictor, paleo_predictor
+from srifty.plan.methods.draws import DEFAULT_DRAWS, homogeneous_search, random_search
 from srifty.plan.methods.oracle_bo import oracle_bo
 from srifty.plan.predict import Predictor, SimPredictor
 from srifty.plan.problem import PlanProblem
@@ -99,6 +100,8 @@ class Method:
         predictor: builds its predictor from what it learned (for a heuristic: what scores its choice).
         plan_search: its search over a problem with that predictor, or ``None``.
         truth_search: its search on a ground truth, or ``None``.
+        draws: for a random baseline, how many configurations it draws; an evaluation judges each and
+            reports the median (``srifty plan`` shows the first). 0 for every other method.
     """
 
     name: str
@@ -113,6 +116,7 @@ class Method:
     predictor: PredictorFactory | None = None
     plan_search: PlanSearch | None = None
     truth_search: TruthSearch | None = None
+    draws: int = 0
 
     @property
     def needs_truth(self) -> bool:
@@ -254,6 +258,35 @@ METHODS: dict[str, Method] = {
             honours_constraints=False,
             predictor=srifty_predictor,
             plan_search=greedy_search(greedy.fgf),
+        ),
+        Method(
+            name="random",
+            label=f"random feasible (median of {DEFAULT_DRAWS})",
+            role="baseline",
+            compute_model="none",
+            network_model="none",
+            iteration_model="none: its draws are judged on the truth (srifty's simulator only reports predictions)",
+            search=f"{DEFAULT_DRAWS} uniform draws from every configuration that places the global batch within "
+            "the quotas (every power-of-two batch that fits); an evaluation reports the median draw",
+            honours_constraints=False,
+            batch_policy="all",
+            predictor=srifty_predictor,
+            plan_search=random_search(DEFAULT_DRAWS),
+            draws=DEFAULT_DRAWS,
+        ),
+        Method(
+            name="homogeneous",
+            label="best homogeneous",
+            role="baseline",
+            compute_model=_SRIFTY_COMPUTE,
+            network_model=_SRIFTY_NETWORK,
+            iteration_model=_SRIFTY_ITERATION,
+            search="every single-type configuration (one instance type and market, every power-of-two batch that "
+            "fits), the best predicted: what srifty would choose if it could rent only one type",
+            honours_constraints=True,
+            batch_policy="all",
+            predictor=srifty_predictor,
+            plan_search=homogeneous_search,
         ),
         Method(
             name="srifty_all_batches",
