@@ -29,6 +29,25 @@ def test_bus_bytes_is_size_times_the_ring_factor() -> None:
 
 
 def test_the_bandwidth_models_features_are_transfer_columns() -> None:
-    from srifty.network.features import DEFAULT_NUMERIC_FEATURES
+    """Each feature is a transfer column or derived from transfer columns alone (so the simulator's query,
+    built by :func:`transfer_frame`, can always answer it)."""
+    from srifty.network.features import DEFAULT_NUMERIC_FEATURES, DERIVED_FEATURES, derived_column
 
-    assert set(DEFAULT_NUMERIC_FEATURES) <= set(TRANSFER_COLUMNS)
+    assert set(DEFAULT_NUMERIC_FEATURES) - set(DERIVED_FEATURES) <= set(TRANSFER_COLUMNS)
+    frame = transfer_frame(
+        {
+            "size_bytes": [2.0**20, 2.0**20],
+            "world_size": [8, 16],
+            "n_nodes": [1, 2],
+            "gpus_per_node": [8, 8],
+            "n_concurrent": [1, 1],
+            "rated_network_gbps": [400.0, 400.0],
+            "instance_type": ["p4d.24xlarge"] * 2,
+            "gpu": ["A100"] * 2,
+            "cloud": ["aws"] * 2,
+            "region": ["us-east-1"] * 2,
+        }
+    )
+    for name in DERIVED_FEATURES:
+        values = derived_column(frame, name)
+        assert values is not None and np.isfinite(values).all(), name
