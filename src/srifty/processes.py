@@ -250,3 +250,25 @@ def signals_as_exit(signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signa
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m srifty.processes end VARIABLE``: end this machine's processes marked with ``VARIABLE``
+    (what ``srifty run --hosts`` runs on a remote host through ssh). Prints what it ended."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "end" or not args[1].startswith(OWNER_PREFIX) or not args[1].isidentifier():
+        sys.stderr.write(f"usage: python -m srifty.processes end {OWNER_PREFIX}<token>\n")
+        return 2
+    pids = pids_marked(args[1])
+    shown = [describe(p) for p in pids]
+    ended = set(end_processes(pids))
+    for text, pid in zip(shown, pids, strict=True):
+        if pid in ended:
+            print(f"ended {text}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

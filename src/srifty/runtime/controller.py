@@ -7,6 +7,11 @@ budget does it re-plan, with what is left: ``N − n`` iterations, ``T − t`` s
 spec's switching overheads and its original goal, in the zone the job runs in. A preempted instance type
 (on its market) is never chosen again, except for the VMs of it still running. Every decision goes to the
 decision log.
+
+On a host file (``srifty run --hosts``) the candidates are the hosts themselves: ``quotas`` counts the hosts
+of each instance type and market still alive. A lost host lowers its count by one and the job is re-planned
+over the hosts that remain (spares included); no type is banned, since the other hosts of it are still
+there.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class Controller:
         log: where decisions go.
         start_s: when the job started (its VMs started billing).
         window_s: the throughput window (``K`` minutes in the paper; 5 by default).
+        quotas: hosts alive per ``(instance type, market)`` when running on a host file, else ``None``.
+        first: the first decision to log (a resumed run's ``resume``; ``start`` by default).
     """
 
     def __init__(
@@ -59,6 +66,8 @@ class Controller:
         log: DecisionLog,
         start_s: float = 0.0,
         window_s: float = DEFAULT_WINDOW_S,
+        quotas: dict[tuple[str, str], int] | None = None,
+        first: Decision | None = None,
     ) -> None:
         self.spec = spec
         self.config = config
@@ -74,7 +83,19 @@ class Controller:
         self._next_check_s = start_s
         # VMs of the current configuration still running after a preemption (None: all of them).
         self._survivors: list[ConfigGroup] | None = None
-        self._emit(Decision(start_s, 0, "start", "training starts on the planned configuration", config.notation()))
+        self.quotas = None if quotas is None else dict(quotas)
+        self._emit(
+            first or Decision(start_s, 0, "start", "training starts on the planned configuration", config.notation())
+        )
+
+    def resume_at(self, iteration: int, now_s: float, spent_usd: float) -> None:
+        """Continue a job restarted by ``srifty run --resume``: ``iteration`` done (its last checkpoint),
+        ``spent_usd`` spent before ``now_s``."""
+        self.iteration = iteration
+        self.tracker.reset_window(iteration, now_s)
+        self._spent_before_usd = spent_usd
+        self._config_since_s = now_s
+        self._next_check_s = now_s
 
     # ---- accounting --------------------------------------------------------------------------------
 
@@ -175,6 +196,36 @@ class Controller:
         )
         return self.on_preemption(instance_type, market, 1, now_s)
 
+    def on_hosts_lost(self, lost: list[tuple[str, str, str]], now_s: float, why: str) -> Decision:
+        """Hosts ``(address, instance type, market)`` were lost at ``now_s`` (``why``: how it was seen);
+        re-plan over the hosts left (needs ``quotas``)."""
+        if self.quotas is None:
+            raise ValueError("on_hosts_lost needs the hosts' quotas")
+        gone: dict[tuple[str, str], int] = {}
+        for _, instance_type, market in lost:
+            key = (instance_type, market)
+            gone[key] = gone.get(key, 0) + 1
+            self.quotas[key] = max(0, self.quotas.get(key, 0) - 1)
+        survivors = []
+        for g in self.config.groups:
+            left = g.count - gone.get((g.instance.name, g.market), 0)
+            if left > 0:
+                survivors.append(ConfigGroup(g.instance, left, g.local_batch, g.market))
+        self._settle(now_s)
+        addresses = ", ".join(a for a, _, _ in lost)
+        self._emit(
+            Decision(
+                now_s,
+                self.iteration,
+                "host_lost",
+                f"host(s) {addresses} lost ({why}); re-planning over the {sum(self.quotas.values())} host(s) left",
+                self.config.notation(),
+                {"lost": [list(x) for x in lost], "survivors": [g.notation() for g in survivors]},
+            )
+        )
+        self._survivors = survivors
+        return self._replan(now_s, f"host(s) {addresses} lost", {}, force=True)
+
     # ---- re-planning -------------------------------------------------------------------------------
 
     def remaining_spec(self, now_s: float) -> JobSpec | None:
@@ -208,6 +259,8 @@ class Controller:
         for offer in offers:
             key = (offer.instance.name, offer.market)
             quota = running.get(key, 0) if key in self._banned else offer.quota
+            if self.quotas is not None:
+                quota = self.quotas.get(key, 0)
             if quota > 0:
                 candidates.append(
                     CandidateSpec(instance_type=key[0], market=offer.market, quota=quota, zone=offer.zone)

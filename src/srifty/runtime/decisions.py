@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 from srifty.errors import ArtifactError
 
-Action = Literal["start", "continue", "replan", "switch", "preempted", "hang", "no_alternative", "finish"]
+Action = Literal[
+    "start", "resume", "continue", "replan", "switch", "preempted", "hang", "host_lost", "no_alternative", "finish"
+]
 
 
 @dataclass(frozen=True)

@@ -386,17 +386,15 @@ class LocalRunner:
         with open(path, "rb") as handle:
             handle.seek(self._log_offset)
             text = handle.read().decode("utf-8", errors="replace")
-        codes = re.findall(r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)", text)
+        codes = worker_exit_codes(text)
         if not codes:
             return None
-        killed = [(int(r), int(c)) for r, c in codes if int(c) < 0]
+        killed = [(r, c) for r, c in codes if c < 0]
         if killed:  # the others then fail on the broken collective: the killed one is the cause
             rank, code = killed[0]
             return rank, f"rank {rank} was killed by signal {-code}; preempted"
-        rank, code = int(codes[-1][0]), int(codes[-1][1])  # the report ends with the root cause
-        pattern = re.compile(r"^(\[rank\d+\]:\s*)?[A-Za-z_.]*(Error|Exception): ")
-        errors = [line for line in text.splitlines() if pattern.match(line) and "torch.distributed.elastic" not in line]
-        last = errors[0].strip() if errors else "no error line found"
+        rank, code = codes[-1]  # the report ends with the root cause
+        last = first_error_line(text)
         raise SriftyError(
             f"the training command failed on rank {rank} with exit code {code}, which is its own error, not a "
             f"preemption: {last}. Fix the script (the full output is in {path})."
@@ -410,6 +408,19 @@ class LocalRunner:
             self._event("rollback", from_iteration=self.controller.iteration, to_iteration=step)
             self.controller.iteration = step
             self.controller.tracker.reset_window(step, self.now())
+
+
+def worker_exit_codes(text: str) -> list[tuple[int, int]]:
+    """``(rank, exit code)`` of each failed worker in torchrun's error report (``text``: its output)."""
+    codes = re.findall(r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)", text)
+    return [(int(r), int(c)) for r, c in codes]
+
+
+def first_error_line(text: str) -> str:
+    """The first ``SomeError: …`` line of a worker in torchrun's output (not torchrun's own)."""
+    pattern = re.compile(r"^(\[rank\d+\]:\s*)?[A-Za-z_.]*(Error|Exception): ")
+    errors = [line for line in text.splitlines() if pattern.match(line) and "torch.distributed.elastic" not in line]
+    return errors[0].strip() if errors else "no error line found"
 
 
 def make_log(run_dir: Path) -> DecisionLog:

@@ -6,7 +6,9 @@
   ``SRIFTY_LOCAL_BATCH`` when all ranks share one);
 * ``SRIFTY_GLOBAL_BATCH``, ``SRIFTY_ITERATIONS``: the job;
 * ``SRIFTY_RUN_DIR``: where progress and heartbeats go; ``SRIFTY_CKPT_DIR`` and ``SRIFTY_CKPT_EVERY``:
-  where and how often (iterations) to checkpoint.
+  where and how often (iterations) to checkpoint;
+* ``SRIFTY_CONTROLLER_URL`` (``srifty run --hosts``): heartbeats, progress and checkpoint notices go to the
+  controller over HTTP instead of files (:mod:`srifty.torch.courier`; no shared filesystem assumed).
 
 Checkpoints use ``torch.distributed.checkpoint`` (DCP), so a job resumes on a different world size.
 """
@@ -27,6 +29,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 
 from srifty.artifacts import atomic_write_text
 from srifty.errors import SriftyError
+from srifty.torch.courier import courier
 
 LATEST = "latest"
 
@@ -69,21 +72,25 @@ def _scalar(value: float | torch.Tensor | None) -> float | None:
 
 class RunReporter:
     """Writes this rank's heartbeat (``rank<R>-<launch id>.json``, or ``rank<R>.json`` outside ``srifty run``)
-    and, on rank 0, one progress line per iteration."""
+    and, on rank 0, one progress line per iteration; under ``srifty run --hosts`` both go to the controller
+    over the network instead (``SRIFTY_CONTROLLER_URL``)."""
 
     def __init__(self, run_dir: str | Path | None = None, rank: int | None = None) -> None:
+        self.courier = courier()
         folder = run_dir or os.environ.get("SRIFTY_RUN_DIR")
-        self.run_dir = Path(folder) if folder else None
+        self.run_dir = Path(folder) if folder and self.courier is None else None
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         # `srifty run` tells launches apart by this id, so a leftover worker of another run is never read
         self.launch = os.environ.get("SRIFTY_LAUNCH_ID")
+        self.total = int(os.environ.get("SRIFTY_ITERATIONS", "0"))
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.run_dir is not None or self.courier is not None:
             self.beat(iteration=-1, phase="started")
 
     def beat(self, iteration: int, phase: str = "done", loss: float | torch.Tensor | None = None) -> None:
         """Record that this rank reached ``iteration`` (``phase``: started/done); ``loss`` may be a tensor."""
-        if self.run_dir is None:
+        if self.run_dir is None and self.courier is None:
             return
         loss = _scalar(loss)
         record: dict[str, Any] = {
@@ -95,6 +102,10 @@ class RunReporter:
             "time": time.time(),
             "loss": loss,
         }
+        if self.courier is not None:
+            self.courier.beat({**record, "node": int(os.environ.get("GROUP_RANK", "-1"))})
+            return
+        assert self.run_dir is not None
         # one file per launch: a leftover worker of another launch writing its own heartbeat never hides ours
         name = f"rank{self.rank}.json" if self.launch is None else f"rank{self.rank}-{self.launch}.json"
         atomic_write_text(self.run_dir / name, json.dumps(record))
@@ -103,6 +114,10 @@ class RunReporter:
         """``iteration`` (1-based count) finished; rank 0 appends it to ``progress.jsonl``."""
         loss = _scalar(loss)
         self.beat(iteration, "done", loss)
+        if self.courier is not None and self.rank == 0:
+            self.courier.event({"kind": "iteration", "iteration": iteration, "time": time.time(), "loss": loss}, True)
+            if iteration >= self.total > 0:
+                self.courier.flush()  # the script may end with os._exit right after its last iteration
         if self.run_dir is not None and self.rank == 0:
             record = {"iteration": iteration, "launch": self.launch, "time": time.time(), "loss": loss}
             line = json.dumps(record) + "\n"
@@ -121,6 +136,9 @@ def save_checkpoint(ckpt_dir: str | Path, step: int, model: torch.nn.Module, opt
         dist.barrier()
     if not dist.is_initialized() or dist.get_rank() == 0:
         atomic_write_text(folder / LATEST, json.dumps({"step": step, "path": target.name}))
+        notify = courier()
+        if notify is not None:
+            notify.event({"kind": "checkpoint", "step": step, "path": target.name}, urgent=True)
     return target
 
 
