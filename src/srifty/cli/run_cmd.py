@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -11,6 +11,9 @@ from rich.table import Table
 from srifty.cli.console import err, out, styled
 from srifty.errors import SpecError
 from srifty.processes import signals_as_exit
+
+if TYPE_CHECKING:
+    from srifty.runtime.local import RunOutcome
 
 
 def show_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None) -> None:
@@ -39,7 +42,7 @@ def show_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None) -> Non
 
 def run_command(
     ctx: typer.Context,
-    spec_path: Annotated[Path, typer.Argument(help="Job spec YAML.")],
+    spec_path: Annotated[Path | None, typer.Argument(help="Job spec YAML (not with --resume).")] = None,
     plan_path: Annotated[Path | None, typer.Option("--plan", help="Plan JSON from `srifty plan --json`.")] = None,
     config: Annotated[str | None, typer.Option(help="Start on this configuration instead of a plan.")] = None,
     run_dir: Annotated[Path, typer.Option(help="Progress, checkpoints, decision log, timeline.")] = Path("runs/latest"),
@@ -56,17 +59,77 @@ def run_command(
     emulated: Annotated[
         bool, typer.Option("--emulated", help="Run on the emulated cloud instead of processes.")
     ] = False,
+    hosts: Annotated[
+        Path | None, typer.Option("--hosts", help="Host file: one VM per line (address, instance type, market).")
+    ] = None,
+    launcher: Annotated[str, typer.Option(help="With --hosts: how to reach the hosts (ssh, netns, local).")] = "ssh",
+    testbed: Annotated[
+        str | None, typer.Option(help="With --hosts: the network testbed the hosts are (netns, or ssh into it).")
+    ] = None,
+    ssh_key: Annotated[str | None, typer.Option(help="ssh launcher: private key file.")] = None,
+    ssh_user: Annotated[str | None, typer.Option(help="ssh launcher: login name (host file user= wins).")] = None,
+    ssh_port: Annotated[int | None, typer.Option(help="ssh launcher: port (host file port= wins).")] = None,
+    ssh_option: Annotated[list[str] | None, typer.Option(help="ssh launcher: an extra -o option (repeatable).")] = None,
+    controller_address: Annotated[
+        str | None, typer.Option(help="With --hosts: the address workers report to (default: found by route).")
+    ] = None,
+    ckpt_dir: Annotated[
+        str | None, typer.Option(help="With --hosts: checkpoints, a path every host can write (default RUN_DIR).")
+    ] = None,
+    heartbeat_timeout: Annotated[
+        float, typer.Option(help="With --hosts: seconds of silence from a host before it counts as lost.")
+    ] = 10.0,
+    lease: Annotated[
+        float, typer.Option(help="With --hosts: seconds a worker keeps going without reaching the controller.")
+    ] = 30.0,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(help="With --hosts: inject vanish@ITER:HOST or partition@ITER:HOST (repeatable)."),
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue the multi-host run in this folder (killed controller).")
+    ] = None,
 ) -> None:
-    """Run training with torchrun (local processes), or a scenario on the emulated cloud (--emulated).
+    """Run training with torchrun (local processes, or one torchrun per host with --hosts), or a scenario on
+    the emulated cloud (--emulated).
 
-    Give the training command after `--`, e.g. `srifty run job.yaml -- python examples/train_tiny.py`.
+    Give the training command after `--`, e.g. `srifty run job.yaml -- python examples/train_tiny.py`, or
+    `srifty run job.yaml --hosts hosts.txt -- python train.py`. `srifty run --resume RUN_DIR` continues a
+    multi-host run whose controller was killed.
     """
+    if resume is not None:
+        from srifty.cli.hosts_cmd import resume as resume_run
+
+        if spec_path is not None or ctx.args:
+            raise SpecError("--resume continues the run as it was started: give no spec or training command.")
+        with signals_as_exit():
+            outcome = resume_run(resume, fault or [], report=_warn)
+        _show(outcome, resume)
+        return
+    if spec_path is None:
+        raise SpecError("give the job spec, e.g. `srifty run job.yaml -- python train.py` (or --resume RUN_DIR)")
     if emulated:
         show_scenario(spec_path, run_dir, plan_path)
         return
     command = list(ctx.args)
     if not command:
         raise SpecError("give the training command after `--`, e.g. `srifty run job.yaml -- python train.py`")
+    if hosts is not None:
+        from srifty.cli.hosts_cmd import LauncherSetup, run_on_hosts
+
+        if preempt_at is not None or hang_at is not None:
+            raise SpecError("with --hosts, inject faults with --fault vanish@ITER:HOST or partition@ITER:HOST.")
+        setup = LauncherSetup(
+            launcher, testbed, ssh_key, ssh_user, ssh_port, tuple(ssh_option or ()), controller_address
+        )
+        with signals_as_exit():
+            outcome = run_on_hosts(
+                spec_path, command, run_dir, hosts, setup, fault or [], _warn, plan_path=plan_path,
+                config_text=config, ckpt_dir=ckpt_dir, ckpt_every=ckpt_every, heartbeat_timeout_s=heartbeat_timeout,
+                hang_timeout_s=hang_timeout, lease_s=lease,
+            )  # fmt: skip
+        _show(outcome, run_dir)
+        return
     from srifty.runtime.api import run_local_job
     from srifty.runtime.local import Fault
 
@@ -79,6 +142,10 @@ def run_command(
         outcome = run_local_job(
             spec_path, command, run_dir, plan_path, config, faults, hang_timeout, ckpt_every, report=_warn
         )
+    _show(outcome, run_dir)
+
+
+def _show(outcome: RunOutcome, run_dir: Path) -> None:
     table = Table(title=f"srifty run: {outcome.iterations} iterations in {outcome.launches} launch(es)")
     table.add_column("time s", justify="right")
     table.add_column("iteration", justify="right")

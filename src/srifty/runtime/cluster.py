@@ -100,6 +100,7 @@ class ClusterOptions:
     max_launches: int = 8
     endpoint_address: str = "127.0.0.1"
     check_timeout_s: float = 15.0
+    startup_timeout_s: float = STARTUP_TIMEOUT_S
 
 
 @dataclass
@@ -198,6 +199,7 @@ class ClusterRunner:
             "launches": self.launches,
         }
         write_json_artifact(self.run_dir / "run.json", RUN_STATE_KIND, RUN_STATE_VERSION, {**self.setup, **doc})
+        self._write_timeline()  # a killed controller leaves its timeline up to here
 
     # ---- launching ---------------------------------------------------------------------------------
 
@@ -223,10 +225,9 @@ class ClusterRunner:
             "SRIFTY_LEASE_S": f"{self.options.lease_s:g}",
             "OMP_NUM_THREADS": "1",
             "PYTHONUNBUFFERED": "1",
+            **self.launcher.env,
             self.guard.variable: "1",  # the mark travels to remote hosts too (ssh), so they can be ended there
         }
-        if self.launcher.name == "netns":
-            env["GLOO_SOCKET_IFNAME"] = "sft0"
         first = {} if self.launches else {"target_iterations": self.controller.spec.iterations}
         self._event("launch", config=config.notation(), hosts=[h.address for h in hosts], **first)
         procs, logs, offsets, node_of_rank = [], [], [], []
@@ -366,12 +367,12 @@ class ClusterRunner:
                 return "lost", [(launch.hosts[n], why) for n in silent]
             beats = endpoint.beats()
             if len(beats) < len(launch.layout):
-                if time.monotonic() - started_s > max(STARTUP_TIMEOUT_S, self.options.hang_timeout_s):
+                if time.monotonic() - started_s > self.options.startup_timeout_s:
                     missing = sorted(
                         {launch.hosts[n].address for r, n in enumerate(launch.node_of_rank) if r not in beats}
                     )
                     raise SriftyError(
-                        f"the workers on {', '.join(missing)} did not start within {STARTUP_TIMEOUT_S:.0f} s; see "
+                        f"the workers on {', '.join(missing)} did not start within {self.options.startup_timeout_s:.0f} s; see "
                         f"their logs in {self.run_dir / 'hosts'}"
                     )
                 continue
@@ -392,7 +393,11 @@ class ClusterRunner:
     def _judge_failure(self, launch: _Launch, endpoint: ControllerEndpoint) -> list[tuple[Host, str]]:
         """Which hosts a failed launch lost; raises when it is the training script's own error."""
         deadline = time.monotonic() + SETTLE_S
-        while time.monotonic() < deadline and any(p.poll() is None for p in launch.procs):
+
+        def gone() -> bool:
+            return any(self.launcher.host_gone(c) for c in (p.poll() for p in launch.procs) if c is not None)
+
+        while time.monotonic() < deadline and not gone() and any(p.poll() is None for p in launch.procs):
             time.sleep(0.1)
             self._progress(endpoint)
         lost = []

@@ -38,6 +38,8 @@ class Launcher:
     name = "launcher"
     #: The Python that runs torchrun on the hosts.
     python = sys.executable
+    #: Variables every host's command gets (the testbed's gloo interface, for example).
+    env: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
 
     def argv(self, host: Host, command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The local argument vector and extra local environment that run ``command`` with ``env`` on ``host``."""
@@ -77,6 +79,7 @@ class NetnsLauncher(Launcher):
     """Hosts as network-testbed namespaces: ``namespaces`` maps each address to its namespace."""
 
     namespaces: dict[str, str]
+    iface: str = "sft0"
     name = "netns"
 
     def _namespace(self, host: Host) -> str:
@@ -93,14 +96,17 @@ class NetnsLauncher(Launcher):
     def check(self, host: Host, timeout_s: float) -> str | None:
         if host.address not in self.namespaces:
             return f"no testbed namespace has address {host.address}"
+        namespace = self.namespaces[host.address]
         result = subprocess.run(
-            ["ip", "netns", "exec", self.namespaces[host.address], "true"],
+            ["ip", "netns", "exec", namespace, "cat", f"/sys/class/net/{self.iface}/carrier"],
             capture_output=True,
             text=True,
             timeout=timeout_s,
             check=False,
         )
-        return None if result.returncode == 0 else (result.stderr.strip() or f"exit code {result.returncode}")
+        if result.returncode != 0:
+            return result.stderr.strip() or f"exit code {result.returncode}"
+        return None if result.stdout.strip() == "1" else f"the link of {namespace} is down"
 
 
 @dataclass

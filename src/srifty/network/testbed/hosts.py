@@ -19,8 +19,10 @@ import signal
 from pathlib import Path
 
 from srifty.network.errors import TestbedError
-from srifty.network.testbed.namespaces import _run, check_privileges, load_state
+from srifty.network.testbed.namespaces import HOST_IFACE, _run, check_privileges, load_state
 from srifty.network.testbed.state import STATE_DIR, SUBNET_PREFIX, TestbedState, bridge_name
+
+__all__ = ["CONTROLLER_HOST", "HOST_IFACE", "attach_controller", "detach_controller", "heal", "partition", "vanish"]
 
 #: The controller's address on a testbed's bridge.
 CONTROLLER_HOST = f"{SUBNET_PREFIX}254"
