@@ -372,8 +372,8 @@ class ClusterRunner:
                         {launch.hosts[n].address for r, n in enumerate(launch.node_of_rank) if r not in beats}
                     )
                     raise SriftyError(
-                        f"the workers on {', '.join(missing)} did not start within {self.options.startup_timeout_s:.0f} s; see "
-                        f"their logs in {self.run_dir / 'hosts'}"
+                        f"the workers on {', '.join(missing)} did not start within "
+                        f"{self.options.startup_timeout_s:.0f} s; see their logs in {self.run_dir / 'hosts'}"
                     )
                 continue
             if not up:
