@@ -463,6 +463,10 @@ class ClusterRunner:
                 raise SriftyError(f"gave up after {self.launches} launches; see the logs in {self.run_dir / 'hosts'}")
             launch = self._launch(endpoint)
             outcome, lost = self._watch(launch, endpoint)
+            for host, why in lost:  # before ending the launch: a lost host is not waited for
+                self.lost.append(host.address)
+                self._event("host_lost", host=host.address, detail=why)
+                self.report(f"lost host {host.describe()}: {why}")
             self._end_launch(launch)
             self._current = None
             self._progress(endpoint)
@@ -478,10 +482,6 @@ class ClusterRunner:
             if outcome == "switch":
                 self._event("switch", config=self.controller.config.notation())
                 continue
-            for host, why in lost:
-                self.lost.append(host.address)
-                self._event("host_lost", host=host.address, detail=why)
-                self.report(f"lost host {host.describe()}: {why}")
             decision = self.controller.on_hosts_lost(
                 [(h.address, h.instance.name, h.market) for h, _ in lost], self.now(), "; ".join(w for _, w in lost)
             )
