@@ -82,6 +82,9 @@ def run_command(
     lease: Annotated[
         float, typer.Option(help="With --hosts: seconds a worker keeps going without reaching the controller.")
     ] = 30.0,
+    forward_env: Annotated[
+        list[str] | None, typer.Option(help="With --hosts: pass this environment variable on to every host.")
+    ] = None,
     fault: Annotated[
         list[str] | None,
         typer.Option(help="With --hosts: inject vanish@ITER:HOST or partition@ITER:HOST (repeatable)."),
@@ -127,6 +130,7 @@ def run_command(
                 spec_path, command, run_dir, hosts, setup, fault or [], _warn, plan_path=plan_path,
                 config_text=config, ckpt_dir=ckpt_dir, ckpt_every=ckpt_every, heartbeat_timeout_s=heartbeat_timeout,
                 hang_timeout_s=hang_timeout, lease_s=lease,
+                forward_env=forward_env or (),
             )  # fmt: skip
         _show(outcome, run_dir)
         return

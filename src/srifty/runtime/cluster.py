@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -60,6 +61,9 @@ RUN_STATE_VERSION = 1
 SETTLE_S = 3.0
 #: Exit code of a worker that ended itself because the controller gave up on it (srifty.torch.courier).
 FENCED_EXIT = 75
+
+#: What a worker's error says when a peer failed, not its own code.
+BROKEN_COLLECTIVE = re.compile(r"Connection (closed|reset) by peer|remote worker crash|gloo/transport", re.IGNORECASE)
 
 FaultKind = Literal["vanish", "partition"]
 
@@ -101,6 +105,8 @@ class ClusterOptions:
     endpoint_address: str = "127.0.0.1"
     check_timeout_s: float = 15.0
     startup_timeout_s: float = STARTUP_TIMEOUT_S
+    #: Names of this machine's environment variables to pass on to every host (ssh starts a clean one).
+    forward_env: tuple[str, ...] = ()
 
 
 @dataclass
@@ -225,6 +231,7 @@ class ClusterRunner:
             "SRIFTY_LEASE_S": f"{self.options.lease_s:g}",
             "OMP_NUM_THREADS": "1",
             "PYTHONUNBUFFERED": "1",
+            **{name: os.environ[name] for name in self.options.forward_env if name in os.environ},
             **self.launcher.env,
             self.guard.variable: "1",  # the mark travels to remote hosts too (ssh), so they can be ended there
         }
@@ -417,16 +424,20 @@ class ClusterRunner:
         silent = self._silent_nodes(launch, endpoint)
         if silent:
             return [(launch.hosts[n], "its heartbeats stopped first") for n in silent]
+        errors = []
         for node in range(len(launch.hosts)):
             text = self._log_text(launch, node)
             codes = [(r, c) for r, c in worker_exit_codes(text) if c not in (0, FENCED_EXIT)]
             if codes:
-                rank, code = codes[-1]
-                raise SriftyError(
-                    f"the training command failed on host {launch.hosts[node].address} (rank {rank}, exit code "
-                    f"{code}), which is its own error, not a lost host: {first_error_line(text)}. Fix the script "
-                    f"(the output is in {launch.logs[node]})."
-                )
+                errors.append((node, *codes[-1], first_error_line(text)))
+        if errors:
+            # a peer's failure breaks everyone's collectives: the root cause is the error that is not that
+            node, rank, code, line = next((e for e in errors if not BROKEN_COLLECTIVE.search(e[3])), errors[0])
+            raise SriftyError(
+                f"the training command failed on host {launch.hosts[node].address} (rank {rank}, exit code "
+                f"{code}), which is its own error, not a lost host: {line}. Fix the script (the output is in "
+                f"{launch.logs[node]})."
+            )
         failed = [n for n, p in enumerate(launch.procs) if p.poll() not in (None, 0)]
         node = failed[0]
         raise SriftyError(
@@ -463,6 +474,8 @@ class ClusterRunner:
                 raise SriftyError(f"gave up after {self.launches} launches; see the logs in {self.run_dir / 'hosts'}")
             launch = self._launch(endpoint)
             outcome, lost = self._watch(launch, endpoint)
+            if self.controller.iteration >= self.controller.spec.iterations:
+                outcome, lost = "done", []  # a host lost after the last iteration changes nothing
             for host, why in lost:  # before ending the launch: a lost host is not waited for
                 self.lost.append(host.address)
                 self._event("host_lost", host=host.address, detail=why)

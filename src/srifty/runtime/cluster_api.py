@@ -115,6 +115,7 @@ def run_cluster_job(
     hang_timeout_s: float = 120.0,
     lease_s: float = 30.0,
     endpoint_address: str = "127.0.0.1",
+    forward_env: Sequence[str] = (),
     launcher_setup: dict[str, Any] | None = None,
     report: Callable[[str], None] = lambda _: None,
 ) -> RunOutcome:
@@ -163,6 +164,7 @@ def run_cluster_job(
         hang_timeout_s=hang_timeout_s,
         lease_s=lease_s,
         endpoint_address=endpoint_address,
+        forward_env=tuple(forward_env),
     )
     controller = Controller(host_spec, config, plan_remaining, make_log(out), quotas=inventory(hosts))
     runner = ClusterRunner(controller, hosts, launcher, train_command, out, options, faults, inject, report=report)
@@ -246,7 +248,7 @@ def resume_cluster_job(
     log = DecisionLog(out / "decisions.jsonl")
     logged = log.read()
     step = _checkpoint_step(state)
-    options = ClusterOptions(**state["options"])
+    options = ClusterOptions(**{**state["options"], "forward_env": tuple(state["options"]["forward_env"])})
     runner_now = _now(state)
     last = logged[-1].iteration if logged else 0
     first = Decision(

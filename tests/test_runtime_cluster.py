@@ -1,0 +1,222 @@
+"""`srifty run --hosts` for real: one torchrun per host, gloo between hosts, heartbeats over HTTP, and the fault
+matrix (a host vanishes, a partition, the controller killed and resumed), each followed by a leftover scan.
+
+The local launcher runs "hosts" on 127.0.0.x (no root). The netns and ssh launchers run on the network testbed
+(root, iproute2; ssh also needs OpenSSH: a real sshd per namespace with a key made for the test); they skip,
+saying why, where those are missing. Only one run at a time may hold the testbed's controller address, so those
+tests take a lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from srifty.errors import SriftyError
+from srifty.runtime.cluster import HostFault
+from srifty.runtime.cluster_api import run_cluster_job
+from srifty.runtime.decisions import DecisionLog
+from srifty.runtime.launchers import LocalLauncher, NetnsLauncher, SshLauncher
+from tests.conftest import EXAMPLES, REPO, wait_for
+from tests.leakcheck import register_testbed
+from tests.sshd import namespace_pids, sshd_missing, start_sshd
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+
+TRAIN = ["python", str(REPO / "examples" / "train_tiny.py")]
+ITERATIONS = 60
+CAN_NETNS = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
+needs_netns = pytest.mark.skipif(not CAN_NETNS, reason="needs root and iproute2 (ip, tc) for network namespaces")
+FAST = {"heartbeat_timeout_s": 3.0, "lease_s": 6.0, "ckpt_every": 10, "forward_env": ["TRAIN_TINY_STEP_S"]}
+
+
+@pytest.fixture(autouse=True)
+def paced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.05 s per step, so that faults land mid-run."""
+    monkeypatch.setenv("TRAIN_TINY_STEP_S", "0.05")
+
+
+@pytest.fixture
+def spec_path(tmp_path: Path) -> Path:
+    doc = yaml.safe_load((EXAMPLES / "tiny-local.yaml").read_text())
+    doc["model"]["profiles"] = [str(EXAMPLES / p) for p in doc["model"]["profiles"]]
+    doc["iterations"] = ITERATIONS
+    doc["goal"] = "min_time"
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _hosts(tmp_path: Path, addresses: list[str]) -> Path:
+    path = tmp_path / "hosts.txt"
+    path.write_text("".join(f"{a} g4dn.xlarge spot\n" for a in addresses))
+    return path
+
+
+def _check_run(run_dir: Path, lost: str | None, ckpt_every: int = 10) -> list[dict]:
+    """Every iteration 1..N finished (some twice after a rollback), the loss fell, and the decisions are whole."""
+    timeline = json.loads((run_dir / "timeline.json").read_text())
+    iterations = [e for e in timeline if e["event"] == "iteration"]
+    assert {e["iteration"] for e in iterations} == set(range(1, ITERATIONS + 1))
+    assert iterations[-1]["iteration"] == ITERATIONS
+    losses = [e["loss"] for e in iterations]
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5
+    actions = [d.action for d in DecisionLog(run_dir / "decisions.jsonl").read()]
+    assert actions[0] == "start" and actions[-1] == "finish" and actions.count("finish") == 1
+    if lost is not None:
+        lost_events = [e for e in timeline if e["event"] == "host_lost"]
+        assert [e["host"] for e in lost_events] == [lost]
+        assert "host_lost" in actions
+        relaunch = [e for e in timeline if e["event"] == "launch"][-1]
+        assert lost not in relaunch["hosts"]
+        for rollback in (e for e in timeline if e["event"] == "rollback"):
+            assert rollback["from_iteration"] - rollback["to_iteration"] <= ckpt_every
+    return timeline
+
+
+@pytest.mark.parametrize("kind", ["vanish", "partition"])
+def test_local_hosts_lose_one_and_finish_on_the_others(kind: str, spec_path: Path, tmp_path: Path) -> None:
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
+    run_dir = tmp_path / "run"
+    outcome = run_cluster_job(
+        spec_path, TRAIN, run_dir, hosts, LocalLauncher(), config_text="2xg4dn.xlarge@32",
+        faults=[HostFault(kind, 20, 1)], **FAST,  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert outcome.iterations == ITERATIONS and outcome.launches == 2
+    timeline = _check_run(run_dir, "127.0.0.2")
+    if kind == "partition":
+        assert any(e["event"] == "heartbeat_timeout" for e in timeline)
+
+
+def test_a_training_script_error_stops_the_run_and_names_the_host(spec_path: Path, tmp_path: Path) -> None:
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import os, torch.distributed as dist\ndist.init_process_group('gloo')\n"
+        "if os.environ['GROUP_RANK'] == '1':\n    raise ValueError('bad data on node 1')\n"
+        "dist.barrier()\n"
+    )
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])
+    with pytest.raises(SriftyError, match=r"failed on host 127\.0\.0\.2.*ValueError: bad data on node 1"):
+        run_cluster_job(
+            spec_path, ["python", str(script)], tmp_path / "run", hosts, LocalLauncher(),
+            config_text="2xg4dn.xlarge@32", **FAST,
+        )  # fmt: skip
+
+
+def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decision(
+    spec_path: Path, tmp_path: Path
+) -> None:
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])
+    run_dir = tmp_path / "run"
+    srifty = [sys.executable, "-m", "srifty.cli.main", "run"]
+    options = ["--launcher", "local", "--heartbeat-timeout", "3", "--lease", "6", "--ckpt-every", "10"]
+    first = subprocess.Popen(
+        [*srifty, str(spec_path), "--hosts", str(hosts), "--config", "2xg4dn.xlarge@32", "--run-dir", str(run_dir),
+         *options, "--", *TRAIN],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+    def checkpointed() -> bool:
+        try:
+            return int(json.loads((run_dir / "run.json").read_text()).get("checkpoint_step") or 0) >= 20
+        except (OSError, ValueError):
+            return False
+
+    try:
+        assert wait_for(checkpointed, 120), "no checkpoint at iteration 20 within 120 s"
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+    done = subprocess.run([*srifty, "--resume", str(run_dir)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    decisions = DecisionLog(run_dir / "decisions.jsonl").read()
+    actions = [d.action for d in decisions]
+    assert actions == ["start", "resume", "finish"]
+    assert decisions[1].iteration >= 20
+    timeline = json.loads((run_dir / "timeline.json").read_text())
+    assert {e["iteration"] for e in timeline if e["event"] == "iteration"} >= set(range(decisions[1].iteration + 1, 61))
+    again = subprocess.run([*srifty, "--resume", str(run_dir)], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "already finished" in again.stderr
+
+
+# ---- on the network testbed ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def testbed(tmp_path: Path) -> Iterator[tuple[str, Path, dict[str, str]]]:
+    """A 3-host testbed of this test process (g4dn.xlarge: one process per host) holding the controller address."""
+    if not CAN_NETNS:
+        pytest.skip("needs root and iproute2 (ip, tc) for network namespaces")
+    from srifty.network.testbed import down, family_from_catalog, up
+    from srifty.network.testbed import hosts as tb
+
+    name = register_testbed(f"c{os.getpid() % 100000}")
+    state_dir = tmp_path / "state"
+    lock = open("/tmp/srifty-controller-address.lock", "w")  # noqa: SIM115 - held for the test
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        state = up(name, 3, family_from_catalog("g4dn.xlarge"), state_dir=state_dir)
+        tb.attach_controller(name)
+        yield name, state_dir, tb.host_namespaces(state)
+    finally:
+        down(name, state_dir=state_dir)
+        lock.close()
+
+
+def _testbed_run(testbed: tuple[str, Path, dict[str, str]], launcher, kind: str, spec_path: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from srifty.network.testbed import hosts as tb
+
+    name, state_dir, namespaces = testbed
+    addresses = sorted(namespaces)
+    launcher.env = {"GLOO_SOCKET_IFNAME": tb.HOST_IFACE}
+
+    def inject(fault: str, host, pids) -> None:  # type: ignore[no-untyped-def]
+        (tb.vanish if fault == "vanish" else tb.partition)(name, host.address, state_dir)
+
+    run_dir = tmp_path / "run"
+    outcome = run_cluster_job(
+        spec_path, TRAIN, run_dir, _hosts(tmp_path, addresses), launcher, config_text="2xg4dn.xlarge@32",
+        faults=[HostFault(kind, 20, 1)], inject=inject, endpoint_address=tb.CONTROLLER_HOST, **FAST,  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert outcome.iterations == ITERATIONS and outcome.launches == 2
+    _check_run(run_dir, addresses[1])
+    tb.heal(name, addresses[1], state_dir)
+    return namespaces
+
+
+@needs_netns
+@pytest.mark.root
+@pytest.mark.parametrize("kind", ["vanish", "partition"])
+def test_testbed_hosts_with_the_netns_launcher(kind: str, testbed, spec_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    namespaces = _testbed_run(testbed, NetnsLauncher(testbed[2]), kind, spec_path, tmp_path)
+    assert {ns: namespace_pids(ns) for ns in namespaces.values()} == {ns: [] for ns in namespaces.values()}
+
+
+@needs_netns
+@pytest.mark.root
+@pytest.mark.skipif(sshd_missing() is not None, reason=str(sshd_missing()))
+@pytest.mark.parametrize("kind", ["vanish", "partition"])
+def test_testbed_hosts_with_the_ssh_launcher(kind: str, testbed, spec_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    servers = start_sshd(testbed[2], tmp_path / "ssh")
+    try:
+        launcher = SshLauncher(identity=servers.key, user="root", port=2222, options=servers.options)
+        namespaces = _testbed_run(testbed, launcher, kind, spec_path, tmp_path)
+        sshd = {p for proc in servers.guard.children for p in [proc.pid]}
+
+        def only_sshd_left() -> bool:  # a partitioned host's workers end themselves when their lease runs out
+            return all(set(namespace_pids(ns)) <= sshd for ns in namespaces.values())
+
+        assert wait_for(only_sshd_left, 30), {ns: namespace_pids(ns) for ns in namespaces.values()}
+    finally:
+        servers.stop()
