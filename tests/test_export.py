@@ -107,3 +107,61 @@ def test_the_zone_is_named_in_every_task_and_torchrun_command(placed, tmp_path: 
 def test_zoned_yaml_passes_skypilot_schema_validation(placed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     result = sky_validate(write_skypilot(placed, tmp_path, "job"))
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def one_group():  # type: ignore[no-untyped-def]
+    plan = make_plan(problem({"t4.1": 4}, 512), predictor(), latency_ms, mode="exhaustive")
+    assert plan.best is not None and len(plan.best.config.groups) == 1
+    return plan.best
+
+
+def test_the_controlled_task_runs_srifty_on_the_head_node_over_the_cluster_nodes(
+    one_group, best, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from srifty.plan.export import controlled_task, write_controlled
+    from srifty.runtime.hosts import parse_hostfile
+
+    if len(best.config.groups) > 1:
+        assert write_controlled(best, tmp_path, "job", "job.yaml") is None
+    task = controlled_task(one_group, "job", "my job.yaml", "python train.py --lr 0.1")
+    assert task is not None and task["num_nodes"] == one_group.config.n_vms
+    assert set(task) <= TASK_KEYS and set(task["resources"]) <= RESOURCE_KEYS
+    # Run the task's script as SkyPilot would on the head node and on another node, with a stand-in srifty
+    # that records its arguments.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "srifty"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > srifty-args.txt\n')
+    fake.chmod(0o755)
+    for rank, ran in (("0", True), ("1", False)):
+        folder = tmp_path / f"node{rank}"
+        folder.mkdir()
+        env = {
+            "PATH": f"{bin_dir}:/usr/bin:/bin",
+            "SKYPILOT_NODE_RANK": rank,
+            "SKYPILOT_NODE_IPS": "10.0.0.5\n10.0.0.6",
+        }
+        subprocess.run(["bash", "-c", task["run"]], cwd=folder, env=env, check=True)
+        assert (folder / "srifty-args.txt").exists() is ran
+    head = tmp_path / "node0"
+    args = (head / "srifty-args.txt").read_text().splitlines()
+    assert args[:6] == ["run", "my job.yaml", "--hosts", "srifty-hosts.txt", "--launcher", "ssh"]
+    assert args[args.index("--config") + 1] == one_group.config.notation()
+    assert args[args.index("--") + 1 :] == ["python", "train.py", "--lr", "0.1"]
+    lines = (head / "srifty-hosts.txt").read_text().splitlines()
+    market = one_group.config.groups[0].market
+    assert lines == [f"10.0.0.5 t4.1 {market}", f"10.0.0.6 t4.1 {market}"]
+    # the planner's test type stands for a catalog one: the lines are a valid host file
+    hosts = parse_hostfile("\n".join(line.replace("t4.1", "g4dn.xlarge") for line in lines), "us-east-1")
+    assert [h.address for h in hosts] == ["10.0.0.5", "10.0.0.6"]
+
+
+@pytest.mark.skipif(not SKY_PYTHON.exists(), reason="no .venv-sky with skypilot (make test creates it)")
+def test_the_controlled_task_passes_skypilot_schema_validation(one_group, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from srifty.plan.export import write_controlled
+
+    path = write_controlled(one_group, tmp_path, "job", "job.yaml")
+    assert path is not None
+    result = sky_validate([path])
+    assert result.returncode == 0, result.stderr[-2000:]

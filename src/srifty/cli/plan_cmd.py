@@ -221,11 +221,19 @@ def plan_command(
         plan.save(json_out)
         out.print(f"wrote {json_out}")
     if plan.best is not None and (plan.best.feasible or ignores_constraints):
-        from srifty.plan.export import torchrun_commands, write_skypilot
+        from srifty.plan.export import torchrun_commands, write_controlled, write_skypilot
 
         if skypilot is not None:
-            for path in write_skypilot(plan.best, skypilot, plan.spec_name or spec_path.stem, train_command):
+            job = plan.spec_name or spec_path.stem
+            for path in write_skypilot(plan.best, skypilot, job, train_command):
                 out.print(f"wrote {path}")
+            controlled = write_controlled(plan.best, skypilot, job, spec_path.name, train_command)
+            if controlled is not None:
+                out.print(f"wrote {controlled} (srifty run --hosts on the head node)")
+            else:
+                out.print(
+                    "no srifty-controlled task: a SkyPilot cluster holds one instance type, this plan has several"
+                )
         out.print(styled("bold", "torchrun commands", " (HEAD_NODE_IP: any VM all others can reach):"))
         for line in torchrun_commands(plan.best, plan.spec_name or spec_path.stem, train_command):
             out.print(line, soft_wrap=True, markup=False)

@@ -17,6 +17,14 @@ the cloud, region and (when placed in one) ``zone``. AWS zones are given as zone
 the catalog: an ID names the same physical zone in every account, while SkyPilot and the EC2 console name
 zones per account (``us-east-1a``); ``aws ec2 describe-availability-zones --zone-ids use1-az4`` gives the
 account's name for it.
+
+**Under srifty's controller** (:func:`controlled_task`): when the configuration is one group (a SkyPilot
+cluster is one instance type), one more task runs ``srifty run --hosts`` on the cluster's head node over
+the node list SkyPilot gives it (``SKYPILOT_NODE_IPS``), reaching the other nodes with ssh. srifty then
+starts torchrun on every node, watches it, and re-plans over the nodes left when one is lost. The other
+nodes run nothing of their own. It assumes srifty and the training script are installed on every node
+(the task's ``setup``) and that the head node can ssh to the others with the cluster's key
+(``~/.ssh/sky-key``, SkyPilot's default); this was checked with SkyPilot's schema, not on a real cloud.
 """
 
 from __future__ import annotations
@@ -134,3 +142,52 @@ def torchrun_commands(scored: Scored, job_name: str, train_command: str = DEFAUL
             f"--rdzv-backend=c10d --rdzv-endpoint=HEAD_NODE_IP:{RDZV_PORT} --rdzv-id={job} {train_command}"
         )
     return lines
+
+
+#: Where the controlled task's head node finds the key to the other nodes (SkyPilot's cluster key).
+SKY_SSH_KEY = "~/.ssh/sky-key"
+
+
+def controlled_task(
+    scored: Scored, job_name: str, spec_file: str, train_command: str = DEFAULT_TRAIN_COMMAND
+) -> dict[str, Any] | None:
+    """One SkyPilot task whose head node runs ``srifty run --hosts`` over the cluster's nodes, or ``None``
+    when the configuration has several groups (one SkyPilot cluster holds one instance type)."""
+    config = scored.config
+    if len(config.groups) != 1:
+        return None
+    group = config.groups[0]
+    task = skypilot_tasks(scored, job_name, train_command)[0]
+    job = f"srifty-{_safe(job_name)}"
+    market = group.market
+    run = (
+        'if [ "$SKYPILOT_NODE_RANK" = "0" ]; then\n'
+        f"  printf '%s {group.instance.name} {market}\\n' $SKYPILOT_NODE_IPS > srifty-hosts.txt\n"
+        f"  srifty run {shlex.quote(spec_file)} --hosts srifty-hosts.txt --launcher ssh --ssh-key {SKY_SSH_KEY} "
+        f"--ssh-option StrictHostKeyChecking=accept-new --config {shlex.quote(config.notation())} "
+        f"--run-dir runs/{job} -- {train_command}\n"
+        "fi\n"
+    )
+    return {
+        "name": f"{job}-controlled",
+        "workdir": ".",
+        "num_nodes": group.count,
+        "resources": task["resources"],
+        "envs": {"SRIFTY_JOB": job},
+        "setup": "pip install srifty  # and what the training script needs\n",
+        "run": run,
+    }
+
+
+def write_controlled(
+    scored: Scored, directory: str | Path, job_name: str, spec_file: str, train_command: str = DEFAULT_TRAIN_COMMAND
+) -> Path | None:
+    """Write :func:`controlled_task` as ``<name>.yaml`` (atomically); ``None`` for a multi-group configuration."""
+    task = controlled_task(scored, job_name, spec_file, train_command)
+    if task is None:
+        return None
+    header = (
+        f"# srifty plan for {job_name}: {scored.config.notation()}, run by srifty's controller on the head node\n"
+        f"#   sky launch -c {task['name']} {task['name']}.yaml\n"
+    )
+    return atomic_write_text(Path(directory) / f"{task['name']}.yaml", header + yaml.safe_dump(task, sort_keys=False))
