@@ -150,6 +150,36 @@ def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decis
     assert again.returncode == 2 and "already finished" in again.stderr
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_the_controller_ends_every_host_process(sig: signal.Signals, spec_path: Path, tmp_path: Path) -> None:
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "srifty.cli.main", "run", str(spec_path), "--hosts", str(hosts), "--launcher", "local",
+         "--config", "2xg4dn.xlarge@32", "--run-dir", str(run_dir), "--ckpt-every", "10", "--", *TRAIN],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+    def training() -> bool:
+        try:
+            return int(json.loads((run_dir / "run.json").read_text()).get("checkpoint_step") or 0) >= 10
+        except (OSError, ValueError):
+            return False
+
+    try:
+        assert wait_for(training, 120), "no checkpoint at iteration 10 within 120 s"
+        mark = json.loads((run_dir / "run.json").read_text())["mark"]
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + sig, err
+    assert "ended" in err.decode() and "process(es) this run started" in err.decode()
+    from srifty.processes import pids_marked
+
+    assert pids_marked(mark) == []
+
+
 # ---- on the network testbed ---------------------------------------------------------------------------------
 
 

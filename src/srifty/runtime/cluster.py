@@ -271,7 +271,7 @@ class ClusterRunner:
         self.save_state()
         return self._current
 
-    def _end_launch(self, launch: _Launch) -> None:
+    def _end_launch(self, launch: _Launch) -> list[str]:
         """End every process of ``launch`` on every host (remote ones through the launcher)."""
         for host in launch.hosts:
             if host.address in self.lost:
@@ -282,6 +282,7 @@ class ClusterRunner:
         ended = self.guard.end()
         if ended:
             self._event("ended_processes", processes=ended)
+        return ended
 
     # ---- watching ----------------------------------------------------------------------------------
 
@@ -455,10 +456,9 @@ class ClusterRunner:
         try:
             return self._run(endpoint)
         finally:
-            if self._current is not None:
-                self._end_launch(self._current)
+            ended = self._end_launch(self._current) if self._current is not None else []
             endpoint.close()
-            ended = self.guard.end()
+            ended += self.guard.end()
             if ended:
                 self._event("ended_processes", processes=ended)
                 self.report(f"ended {len(ended)} process(es) this run started: " + "; ".join(ended))
