@@ -38,7 +38,7 @@ TRAIN = ["python", str(REPO / "examples" / "train_tiny.py")]
 ITERATIONS = 60
 CAN_NETNS = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
 needs_netns = pytest.mark.skipif(not CAN_NETNS, reason="needs root and iproute2 (ip, tc) for network namespaces")
-FAST = {"heartbeat_timeout_s": 3.0, "lease_s": 6.0, "ckpt_every": 10, "forward_env": ["TRAIN_TINY_STEP_S"]}
+FAST = {"heartbeat_timeout_s": 5.0, "lease_s": 10.0, "ckpt_every": 10, "forward_env": ["TRAIN_TINY_STEP_S"]}
 
 
 @pytest.fixture(autouse=True)
@@ -120,7 +120,7 @@ def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decis
     hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])
     run_dir = tmp_path / "run"
     srifty = [sys.executable, "-m", "srifty.cli.main", "run"]
-    options = ["--launcher", "local", "--heartbeat-timeout", "3", "--lease", "6", "--ckpt-every", "10"]
+    options = ["--launcher", "local", "--heartbeat-timeout", "5", "--lease", "10", "--ckpt-every", "10"]
     first = subprocess.Popen(
         [*srifty, str(spec_path), "--hosts", str(hosts), "--config", "2xg4dn.xlarge@32", "--run-dir", str(run_dir),
          *options, "--", *TRAIN],
