@@ -196,6 +196,7 @@ class ClusterRunner:
             "mark": self.guard.variable,
             "config": self.controller.config.notation(),
             "markets": {g.instance.name: g.market for g in self.controller.config.groups},
+            "zone": self.controller.config.zone,
             "quotas": [[t, m, n] for (t, m), n in sorted((self.controller.quotas or {}).items())],
             "lost": self.lost,
             "iteration": self.controller.iteration,

@@ -14,7 +14,7 @@ from typing import Any
 from srifty.artifacts import atomic_write_text, read_json_artifact
 from srifty.catalog import load_catalog
 from srifty.errors import SpecError
-from srifty.plan.api import plan_job, require_global_batch, spec_config
+from srifty.plan.api import plan_job, require_global_batch, spec_area, spec_config
 from srifty.processes import describe, is_alive
 from srifty.runtime.api import config_from_plan, plan_remaining
 from srifty.runtime.cluster import (
@@ -36,12 +36,27 @@ from srifty.spec import CandidateSpec, JobSpec, load_spec
 from srifty.vocab import Config, parse_config
 
 
+def host_area(spec: JobSpec) -> tuple[str, str]:
+    """``(cloud, region)`` a host file is read in: the spec's one region (a host file's VMs are in one place).
+
+    Raises:
+        SpecError: the spec plans in several regions or clouds.
+    """
+    try:
+        return spec_area(spec, load_catalog())
+    except SpecError as err:
+        raise SpecError(f"--hosts: {err}") from None
+
+
 def spec_over_hosts(spec: JobSpec, hosts: Sequence[Host]) -> JobSpec:
-    """``spec`` with its candidates replaced by the host file's VMs (quota: how many of each type and market)."""
+    """``spec`` with its candidates replaced by the host file's VMs (quota: how many of each type and market),
+    pinned to the hosts' cloud and region."""
+    cloud, region = host_area(spec)
     candidates = tuple(
         CandidateSpec(instance_type=t, market=m, quota=n) for (t, m), n in sorted(inventory(hosts).items())
     )
-    return spec.model_copy(update={"candidates": candidates})
+    update = {"candidates": candidates, "cloud": cloud, "clouds": (), "region": region, "regions": ()}
+    return spec.model_copy(update=update)
 
 
 def check_reachable(hosts: Sequence[Host], launcher: Launcher, timeout_s: float) -> None:
@@ -142,7 +157,8 @@ def run_cluster_job(
     spec_file = Path(spec_path).resolve()
     spec = load_spec(spec_file)
     host_text = Path(hostfile).read_text(encoding="utf-8") if Path(hostfile).is_file() else None
-    hosts = load_hostfile(hostfile, spec.region, spec.cloud)
+    cloud, region = host_area(spec)
+    hosts = load_hostfile(hostfile, region, cloud)
     host_spec = spec_over_hosts(spec, hosts)
     config, iter_s = _start_config(spec_file, spec, host_spec, plan_path, config_text)
     require_global_batch(config, spec, "configuration")
@@ -235,7 +251,8 @@ def resume_cluster_job(
         raise SpecError(f"the run in {out} is still controlled by {describe(pid)}; stop it before resuming.")
     os.chdir(state["cwd"])
     spec = load_spec(state["spec_path"])
-    hosts = parse_hostfile(state["hostfile_text"], spec.region, spec.cloud, source=f"{out}/run.json host file")
+    cloud, region = host_area(spec)
+    hosts = parse_hostfile(state["hostfile_text"], region, cloud, source=f"{out}/run.json host file")
     ended = [describe(p) for p in end_leftovers(state["mark"])]
     for host in hosts:
         if host.address in state["launch_hosts"] and host.address not in state["lost"]:
@@ -243,7 +260,7 @@ def resume_cluster_job(
             if why:
                 report(f"could not end the old processes on {host.address}: {why}")
     host_spec = spec_over_hosts(spec, hosts)
-    config = parse_config(state["config"], spec.region, spec.cloud, load_catalog(), state["markets"])
+    config = parse_config(state["config"], region, cloud, load_catalog(), state["markets"], state.get("zone"))
     quotas = {(t, m): int(n) for t, m, n in state["quotas"]}
     log = DecisionLog(out / "decisions.jsonl")
     logged = log.read()
