@@ -17,6 +17,7 @@ processes) and, for ssh, also on the remote host by their owner mark (``python -
 
 from __future__ import annotations
 
+import abc
 import shlex
 import subprocess
 import sys
@@ -32,8 +33,8 @@ LAUNCHERS = ("local", "netns", "ssh")
 SSH_CONNECTION_LOST = 255
 
 
-class Launcher:
-    """Starts commands on hosts; subclasses say how."""
+class Launcher(abc.ABC):
+    """Starts commands on hosts; subclasses say how (each implements ``argv`` and ``check``)."""
 
     name = "launcher"
     #: The Python that runs torchrun on the hosts.
@@ -41,13 +42,13 @@ class Launcher:
     #: Variables every host's command gets (the testbed's gloo interface, for example).
     env: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
 
+    @abc.abstractmethod
     def argv(self, host: Host, command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         """The local argument vector and extra local environment that run ``command`` with ``env`` on ``host``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def check(self, host: Host, timeout_s: float) -> str | None:
         """``None`` if ``host`` can be reached now, else why not."""
-        raise NotImplementedError
 
     def host_gone(self, returncode: int) -> bool:
         """Whether a launch's exit code means its host was lost (killed or unreachable) rather than the
