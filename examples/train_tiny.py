@@ -5,7 +5,9 @@
 Data is synthetic and deterministic per global step, so a resumed run sees the same samples a run without
 interruption would. Every sample counts equally whatever the local batches (srifty.torch.reweight).
 ``TRAIN_TINY_STEP_S`` (default 0) paces each step with a sleep, so that a test can watch the tiny model
-(milliseconds per step) be preempted mid-run.
+(milliseconds per step) be preempted mid-run. ``TRAIN_TINY_CPU_S`` (default 0) adds that many seconds of CPU
+work (this thread's CPU time) to each step's compute, so that a CPU quota slows the step down the way it
+slows a real model's; each rank reports its compute time (work + forward) to ``srifty run``.
 """
 
 import os
@@ -34,6 +36,13 @@ def batch(step: int, global_batch: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
+def burn(cpu_s: float) -> None:
+    """Spend ``cpu_s`` seconds of this thread's CPU time (stands for a heavier model's compute)."""
+    end = time.thread_time() + cpu_s
+    while time.thread_time() < end:
+        pass
+
+
 def main() -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -52,18 +61,23 @@ def main() -> None:
     reporter = RunReporter()
     lo, size = batch_offset(), rank_local_batch()
     pace_s = float(os.environ.get("TRAIN_TINY_STEP_S", "0"))
+    cpu_s = float(os.environ.get("TRAIN_TINY_CPU_S", "0"))
     while step < total:
         time.sleep(pace_s)
         reporter.beat(step + 1, "started")
         x, y = batch(step, global_batch)
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x[lo : lo + size]), y[lo : lo + size])
+        started = time.perf_counter()
+        burn(cpu_s)
+        output = model(x[lo : lo + size])
+        compute_s = time.perf_counter() - started
+        loss = torch.nn.functional.cross_entropy(output, y[lo : lo + size])
         loss.backward()
         optimizer.step()
         step += 1
         if step % every == 0 or step == total:
             save_checkpoint(ckpt_dir, step, model, optimizer)
-        reporter.iteration_done(step, loss.item())
+        reporter.iteration_done(step, loss.item(), compute_s=compute_s)
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:

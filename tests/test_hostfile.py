@@ -164,6 +164,12 @@ def test_a_worker_ends_itself_when_its_launch_is_over_or_its_lease_runs_out(laun
         ("127.0.0.1 g4dn.xlarge spot\n127.0.0.2 g4dn.xlarge spot\n", ["--fault", "vanish@5:7"], "hosts 0 to 1"),
         ("127.0.0.1 g4dn.xlarge spot\n", ["--fault", "explode@5:0"], "is not KIND@ITERATION:HOST"),
         ("127.0.0.1 g4dn.xlarge spot\n", ["--lease", "5"], "must be longer than --heartbeat-timeout"),
+        ("127.0.0.1 g4dn.xlarge spot cpu=0\n", [], "a CPU quota is a number of cores from 0.01"),
+        ("127.0.0.1 g4dn.xlarge spot cpu=fast\n", [], "or cpu=CORES"),
+        ("127.0.0.1 g4dn.xlarge spot\n", ["--fault", "vanish@5:0:cpu=0.1"], "is not KIND@ITERATION:HOST"),
+        ("127.0.0.1 g4dn.xlarge spot\n", ["--fault", "slow@5:0:cpu=1.2.3"], "cpu= takes a number of cores"),
+        ("127.0.0.1 g4dn.xlarge spot cpu=0.5\n", ["--launcher", "ssh"], "needs the local or netns launcher"),
+        ("127.0.0.1 g4dn.xlarge spot\n", ["--window", "0"], "--window must be a positive number"),
     ],
 )
 def test_bad_host_runs_exit_2_before_anything_is_launched(
@@ -188,3 +194,14 @@ def test_an_unreachable_ssh_host_is_named_before_launch(tmp_path: Path) -> None:
     why = SshLauncher(connect_timeout_s=3, options=("StrictHostKeyChecking=no",)).check(host, 10)
     assert why is not None and ("refused" in why or "port 1" in why)
     assert LocalLauncher().check(host, 1) is None
+
+
+def test_a_cpu_quota_and_a_slow_fault_are_read() -> None:
+    from srifty.cli.hosts_cmd import parse_faults
+
+    host = parse_hostfile("10.0.0.1 g4dn.xlarge spot cpu=0.45 # an emulated slower VM\n", "us-east-1")[0]
+    assert host.cpu == 0.45
+    assert parse_hostfile("10.0.0.1 g4dn.xlarge\n", "us-east-1")[0].cpu is None
+    fault, default = parse_faults(["slow@70:2:cpu=0.2", "slow@5:0"])
+    assert (fault.kind, fault.iteration, fault.host, fault.cpu) == ("slow", 70, 2, 0.2)
+    assert default.cpu is None and default.describe() == "slow@5:0"

@@ -250,3 +250,37 @@ def test_testbed_hosts_with_the_ssh_launcher(kind: str, testbed, spec_path: Path
         assert wait_for(only_sshd_left, 30), {ns: namespace_pids(ns) for ns in namespaces.values()}
     finally:
         servers.stop()
+
+
+def test_a_slow_host_is_found_by_its_compute_time_and_set_aside(
+    spec_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slow fault drops host 1's CPU quota mid-run; the window's optimistic bound then misses the deadline,
+    the workers' compute times single host 1 out, and the job re-plans over hosts 0 and 2 (a spare)."""
+    from srifty.runtime.cpu_quota import leftover_groups, unavailable
+
+    if why := unavailable():
+        pytest.skip(why)
+    doc = yaml.safe_load(spec_path.read_text())
+    doc["deadline_s"] = 30.0  # about 15 s on schedule; host 1 at 0.5-0.9 s per step needs 20-40 s more
+    spec_path.write_text(yaml.safe_dump(doc))
+    monkeypatch.setenv("TRAIN_TINY_CPU_S", "0.01")  # under a 0.02-core quota: 0.5 s of wall time per step
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
+    run_dir = tmp_path / "run"
+    before = set(leftover_groups())
+    outcome = run_cluster_job(
+        spec_path, TRAIN, run_dir, hosts, LocalLauncher(), config_text="2xg4dn.xlarge@32",
+        faults=[HostFault("slow", 15, 1, 0.02)], window_s=8.0,
+        **{**FAST, "forward_env": ["TRAIN_TINY_STEP_S", "TRAIN_TINY_CPU_S"]},  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert outcome.iterations == ITERATIONS and outcome.launches == 2
+    timeline = _check_run(run_dir, None)
+    decisions = DecisionLog(run_dir / "decisions.jsonl").read()
+    slow = [d for d in decisions if d.action == "slow_host"]
+    assert len(slow) == 1 and "127.0.0.2" in slow[0].reason and "deadline" in slow[0].reason
+    assert [e["host"] for e in timeline if e["event"] == "slow_host"] == ["127.0.0.2"]
+    relaunch = [e for e in timeline if e["event"] == "launch"][-1]
+    assert "127.0.0.2" not in relaunch["hosts"]
+    state = json.loads((run_dir / "run.json").read_text())
+    assert state["slow"] == ["127.0.0.2"] and state["lost"] == []
+    assert set(leftover_groups()) == before  # the run's quota group is removed

@@ -202,3 +202,55 @@ def test_a_new_run_keeps_the_previous_runs_decision_log(tmp_path: Path) -> None:
     assert [d.reason for d in second.read()] == ["second run"]
     kept = [p for p in tmp_path.iterdir() if p.name != "decisions.jsonl"]
     assert len(kept) == 1 and [d.reason for d in DecisionLog(kept[0]).read()] == ["first run"]
+
+
+class SameConfigReplanner(FakeReplanner):
+    """Answers with the configuration already running."""
+
+    def __init__(self, config) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.config = config
+
+    def __call__(self, spec):  # type: ignore[no-untyped-def]
+        import dataclasses
+
+        plan = super().__call__(spec)
+        return dataclasses.replace(plan, best=dataclasses.replace(plan.best, config=self.config))
+
+
+def test_a_replan_that_picks_the_running_configuration_keeps_it(tmp_path: Path) -> None:
+    ctl, log = controller(tmp_path)
+    ctl.replan_fn = replanner = SameConfigReplanner(ctl.config)
+    decisions, t = [], 0.0
+    for i in range(1, 200):
+        t += 2.0  # certain deadline miss
+        if (d := ctl.on_iteration(i, t)) is not None:
+            decisions.append(d)
+    assert decisions and {d.action for d in decisions} == {"keep"}
+    assert "keeps running" in decisions[0].reason
+    # one re-plan per window, not one per iteration
+    assert len(replanner.calls) == len(decisions) <= 1 + (t - decisions[0].time_s) / ctl.tracker.window_s
+    assert [d.action for d in log.read()] == ["start"] + ["keep"] * len(decisions)
+
+
+def test_a_slow_host_is_set_aside_before_the_replan(tmp_path: Path) -> None:
+    replanner = FakeReplanner()
+    ctl, log = controller(tmp_path, replanner)
+    ctl.quotas = {("p3.8xlarge", "spot"): 3}
+    asked: list[int] = []
+
+    def find_slow() -> list[tuple[str, str, str, str]]:
+        asked.append(ctl.iteration)
+        return [("10.0.0.2", "p3.8xlarge", "spot", "10.0.0.2: its compute takes 3.0x the others'")]
+
+    ctl.find_slow = find_slow
+    decision, t = None, 0.0
+    for i in range(1, 200):
+        t += 2.0
+        if (decision := ctl.on_iteration(i, t)) is not None:
+            break
+    assert decision is not None and decision.action == "switch" and asked == [ctl.iteration]
+    actions = [d.action for d in log.read()]
+    assert actions == ["start", "slow_host", "switch"]
+    assert ctl.set_aside == ["10.0.0.2"] and ctl.quotas == {("p3.8xlarge", "spot"): 2}
+    assert "set aside as slow" in log.read()[1].reason and "deadline" in log.read()[1].reason

@@ -12,15 +12,17 @@ from typing import Any
 
 from srifty.errors import SpecError
 from srifty.runtime.cluster import HostFault, Injector, inject_locally
+from srifty.runtime.cpu_quota import check_cores
 from srifty.runtime.hosts import Host
 from srifty.runtime.launchers import LAUNCHERS, Launcher, LocalLauncher, NetnsLauncher, SshLauncher
 from srifty.runtime.local import RunOutcome
 
-FAULT = re.compile(r"(vanish|partition)@(\d+):(\d+)")
+FAULT = re.compile(r"(vanish|partition|slow)@(\d+):(\d+)(?::cpu=([0-9.]+))?")
 
 
 def parse_faults(texts: list[str]) -> list[HostFault]:
-    """``vanish@ITERATION:HOST`` / ``partition@ITERATION:HOST`` (``HOST``: index in the host file, from 0).
+    """``vanish@ITERATION:HOST``, ``partition@ITERATION:HOST`` or ``slow@ITERATION:HOST[:cpu=CORES]``
+    (``HOST``: index in the host file, from 0; ``CORES``: the slowed host's CPU quota, 0.1 by default).
 
     Raises:
         SpecError: a malformed fault.
@@ -28,12 +30,20 @@ def parse_faults(texts: list[str]) -> list[HostFault]:
     faults = []
     for text in texts:
         match = FAULT.fullmatch(text.strip())
-        if match is None:
+        if match is None or (match.group(4) is not None and match.group(1) != "slow"):
             raise SpecError(
                 f"--fault '{text}' is not KIND@ITERATION:HOST; write for example vanish@50:1 (host 1 of the host "
-                "file vanishes at iteration 50) or partition@50:1."
+                "file vanishes at iteration 50), partition@50:1, or slow@50:1:cpu=0.1 (its CPU quota drops to 0.1 "
+                "cores)."
             )
-        faults.append(HostFault(match.group(1), int(match.group(2)), int(match.group(3))))  # type: ignore[arg-type]
+        cpu = None
+        if match.group(4) is not None:
+            try:
+                cpu = check_cores(float(match.group(4)), f"--fault {text}")
+            except ValueError:
+                raise SpecError(f"--fault {text}: cpu= takes a number of cores, e.g. cpu=0.1.") from None
+        kind = match.group(1)
+        faults.append(HostFault(kind, int(match.group(2)), int(match.group(3)), cpu))  # type: ignore[arg-type]
     return faults
 
 

@@ -87,8 +87,14 @@ def run_command(
     ] = None,
     fault: Annotated[
         list[str] | None,
-        typer.Option(help="With --hosts: inject vanish@ITER:HOST or partition@ITER:HOST (repeatable)."),
+        typer.Option(
+            help="With --hosts: inject vanish@ITER:HOST, partition@ITER:HOST or slow@ITER:HOST[:cpu=CORES] "
+            "(repeatable)."
+        ),
     ] = None,
+    window: Annotated[
+        float, typer.Option(help="With --hosts: seconds of throughput the controller projects with (K).")
+    ] = 300.0,
     resume: Annotated[
         Path | None, typer.Option("--resume", help="Continue the multi-host run in this folder (killed controller).")
     ] = None,
@@ -121,7 +127,9 @@ def run_command(
         from srifty.cli.hosts_cmd import LauncherSetup, run_on_hosts
 
         if preempt_at is not None or hang_at is not None:
-            raise SpecError("with --hosts, inject faults with --fault vanish@ITER:HOST or partition@ITER:HOST.")
+            raise SpecError(
+                "with --hosts, inject faults with --fault vanish@ITER:HOST, partition@ITER:HOST or slow@ITER:HOST."
+            )
         setup = LauncherSetup(
             launcher, testbed, ssh_key, ssh_user, ssh_port, tuple(ssh_option or ()), controller_address
         )
@@ -129,7 +137,7 @@ def run_command(
             outcome = run_on_hosts(
                 spec_path, command, run_dir, hosts, setup, fault or [], _warn, plan_path=plan_path,
                 config_text=config, ckpt_dir=ckpt_dir, ckpt_every=ckpt_every, heartbeat_timeout_s=heartbeat_timeout,
-                hang_timeout_s=hang_timeout, lease_s=lease,
+                hang_timeout_s=hang_timeout, lease_s=lease, window_s=window,
                 forward_env=forward_env or (),
             )  # fmt: skip
         _show(outcome, run_dir)

@@ -14,6 +14,12 @@ last checkpoint a worker reported, the controller re-plans over the hosts that r
 the host file), and the job relaunches with the new world size, batches and weights. A worker that exits
 with an error of its own stops the run (no re-plan can fix a script).
 
+A host is **slow** when the throughput window's optimistic bound says the deadline or budget will be missed
+and the workers' own compute times (``compute_s`` in their reports) single it out
+(:mod:`srifty.runtime.stragglers`): it is set aside like a lost host and the job re-plans over the rest.
+Hosts with ``cpu=`` in the host file run under a CPU quota from their first process (an emulated slower VM),
+and ``--fault slow@ITER:HOST`` lowers a host's quota mid-run (:mod:`srifty.runtime.cpu_quota`).
+
 The run's state (``run.json``: hosts, launcher, the owner mark of the processes, the last checkpoint) is
 rewritten atomically at every change, so ``srifty run --resume RUN_DIR`` after the controller was killed
 (``kill -9``) ends what is left of the old launch on every host, logs ``resume`` after the decisions
@@ -40,6 +46,7 @@ from srifty.artifacts import atomic_write_text, write_json_artifact
 from srifty.errors import SpecError, SriftyError
 from srifty.processes import ProcessGuard, descendants, end_processes, is_alive, pids_marked
 from srifty.runtime.controller import Controller
+from srifty.runtime.cpu_quota import QuotaGroups
 from srifty.runtime.decisions import Decision
 from srifty.runtime.endpoint import ControllerEndpoint
 from srifty.runtime.hosts import Host, assign_hosts
@@ -53,6 +60,8 @@ from srifty.runtime.local import (
     torchrun_target,
     worker_exit_codes,
 )
+from srifty.runtime.progress import DEFAULT_WINDOW_S
+from srifty.runtime.stragglers import find_stragglers
 from srifty.vocab import Config
 
 RUN_STATE_KIND = "run-state"
@@ -65,18 +74,29 @@ FENCED_EXIT = 75
 #: What a worker's error says when a peer failed, not its own code.
 BROKEN_COLLECTIVE = re.compile(r"Connection (closed|reset) by peer|remote worker crash|gloo/transport", re.IGNORECASE)
 
-FaultKind = Literal["vanish", "partition"]
+FaultKind = Literal["vanish", "partition", "slow"]
+#: CPU quota (cores) a slow fault leaves a host with when none is given.
+DEFAULT_SLOW_CPU = 0.1
+#: Compute-time samples kept per rank (the most recent ones) to judge stragglers.
+COMPUTE_SAMPLES = 10
 
 
 @dataclass(frozen=True)
 class HostFault:
     """An injected fault: once the job reaches ``iteration``, ``kind`` hits host ``host`` (its index in the
     host file). ``vanish``: every process on the host is killed (and, on the testbed, its link goes down);
-    ``partition``: the host is cut off with its processes alive."""
+    ``partition``: the host is cut off with its processes alive; ``slow``: the host's CPU quota drops to
+    ``cpu`` cores (its processes keep running, slower)."""
 
     kind: FaultKind
     iteration: int
     host: int
+    cpu: float | None = None
+
+    def describe(self) -> str:
+        """``slow@70:2:cpu=0.1``, as ``--fault`` takes it."""
+        tail = f":cpu={self.cpu:g}" if self.kind == "slow" and self.cpu is not None else ""
+        return f"{self.kind}@{self.iteration}:{self.host}{tail}"
 
 
 #: Injects a fault on a host; gets the kind, the host and the pids of its launch on this machine.
@@ -105,6 +125,8 @@ class ClusterOptions:
     endpoint_address: str = "127.0.0.1"
     check_timeout_s: float = 15.0
     startup_timeout_s: float = STARTUP_TIMEOUT_S
+    #: The throughput window (``K`` in the paper) the controller projects with.
+    window_s: float = DEFAULT_WINDOW_S
     #: Names of this machine's environment variables to pass on to every host (ssh starts a clean one).
     forward_env: tuple[str, ...] = ()
 
@@ -119,6 +141,10 @@ class _Launch:
     log_offsets: list[int]
     layout: list[tuple[int, int]]
     node_of_rank: list[int] = field(default_factory=list)
+    #: Each rank's recent ``(iteration, compute_s)`` reports.
+    compute: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
+    #: Whether a progress line of this launch has arrived yet.
+    progressed: bool = False
 
 
 class ClusterRunner:
@@ -169,6 +195,8 @@ class ClusterRunner:
         self.configs: list[str] = []
         self.checkpoint_step: int | None = None
         self._current: _Launch | None = None
+        self.cpu_groups = QuotaGroups(self.guard.variable.removeprefix("SRIFTY_OWNER_"))
+        controller.find_slow = self._slow_hosts
         #: What the run was started with (spec, host file, launcher, command, options), kept in run.json.
         self.setup: dict[str, object] = {}
 
@@ -184,8 +212,8 @@ class ClusterRunner:
         )
 
     def alive_hosts(self) -> list[Host]:
-        """Hosts of the host file not lost yet, in file order."""
-        return [h for h in self.hosts if h.address not in self.lost]
+        """Hosts of the host file neither lost nor set aside as slow, in file order."""
+        return [h for h in self.hosts if h.address not in self.lost and h.address not in self.controller.set_aside]
 
     def save_state(self) -> None:
         """Rewrite ``run.json`` (atomically): what ``--resume`` needs."""
@@ -199,6 +227,7 @@ class ClusterRunner:
             "zone": self.controller.config.zone,
             "quotas": [[t, m, n] for (t, m), n in sorted((self.controller.quotas or {}).items())],
             "lost": self.lost,
+            "slow": self.controller.set_aside,
             "iteration": self.controller.iteration,
             "checkpoint_step": self.checkpoint_step,
             "spent_usd": self.controller.cost_so_far_usd(self.now()),
@@ -251,6 +280,10 @@ class ClusterRunner:
             log = self.run_dir / "hosts" / f"{host.address}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             offsets.append(log.stat().st_size if log.exists() else 0)
+            join = None
+            if host.cpu is not None:  # an emulated slower VM: every process of its launch under the quota
+                self.cpu_groups.set(host.address, host.cpu)
+                join = self.cpu_groups.joiner(host.address)
             with open(log, "ab") as handle:
                 handle.write(f"--- launch {launch_id} node {node}: {config.notation()}\n".encode())
                 handle.flush()
@@ -258,6 +291,7 @@ class ClusterRunner:
                     self.guard.popen(
                         argv,
                         env={**os.environ, **extra},
+                        preexec_fn=join,
                         stdin=subprocess.DEVNULL,
                         stdout=handle,
                         stderr=subprocess.STDOUT,
@@ -280,6 +314,7 @@ class ClusterRunner:
             why = self.launcher.end_remote(host, self.guard.variable, self.options.check_timeout_s)
             if why:
                 self.warnings.append(f"could not end the processes on {host.address}: {why}")
+        self.cpu_groups.lift_all()  # a throttled process would take seconds to act on SIGTERM
         ended = self.guard.end()
         if ended:
             self._event("ended_processes", processes=ended)
@@ -306,9 +341,16 @@ class ClusterRunner:
             if not all(r in beats for r in ranks):
                 continue  # wait until its workers are up
             self.faults.remove(fault)
-            self.inject(fault.kind, host, self._host_pids(launch, node))
-            self._event(f"inject_{fault.kind}", host=host.address)
-            self.report(f"injected {fault.kind} of host {host.address} at iteration {self.controller.iteration}")
+            pids = self._host_pids(launch, node)
+            if fault.kind == "slow":
+                cores = fault.cpu if fault.cpu is not None else DEFAULT_SLOW_CPU
+                self.cpu_groups.set(host.address, cores)
+                self.cpu_groups.add(host.address, pids)
+                self._event("inject_slow", host=host.address, cpu=cores)
+            else:
+                self.inject(fault.kind, host, pids)
+                self._event(f"inject_{fault.kind}", host=host.address)
+            self.report(f"injected {fault.describe()} on host {host.address} at iteration {self.controller.iteration}")
 
     def _skip(self, fault: HostFault, why: str) -> None:
         text = f"the {fault.kind} of host #{fault.host} at iteration {fault.iteration} was not injected: {why}"
@@ -316,12 +358,46 @@ class ClusterRunner:
         self._event("fault_not_injected", detail=why)
         self.report(text)
 
+    def _sample_compute(self, launch: _Launch, endpoint: ControllerEndpoint) -> None:
+        """Keep each rank's latest compute-time reports (``compute_s`` in its heartbeat)."""
+        for rank, beat in endpoint.beats().items():
+            value, iteration = beat.record.get("compute_s"), beat.record.get("compute_iteration")
+            if not isinstance(value, int | float) or not isinstance(iteration, int) or rank >= len(launch.layout):
+                continue
+            samples = launch.compute.setdefault(rank, [])
+            if not samples or samples[-1][0] != iteration:
+                samples.append((iteration, float(value)))
+                del samples[:-COMPUTE_SAMPLES]
+
+    def _slow_hosts(self) -> list[tuple[str, str, str, str]]:
+        """Hosts of the current launch whose workers' compute is slow next to the others' (the controller
+        asks before a deadline or budget re-plan)."""
+        launch = self._current
+        if launch is None:
+            return []
+        by_host: dict[str, list[float]] = {}
+        for rank, samples in launch.compute.items():
+            host = launch.hosts[launch.node_of_rank[rank]]
+            by_host.setdefault(host.address, []).extend(v for _, v in samples)
+        found = find_stragglers(by_host)
+        slow = []
+        for straggler in found:
+            host = next(h for h in launch.hosts if h.address == straggler.host)
+            slow.append((host.address, host.instance.name, host.market, f"{host.address}: {straggler.describe()}"))
+            self._event("slow_host", host=host.address, ratio=round(straggler.ratio, 2))
+        return slow
+
     def _progress(self, endpoint: ControllerEndpoint) -> Decision | None:
         switch = None
+        launch = self._current
         for line in endpoint.take_progress():
             iteration = int(line["iteration"])
             if iteration > self.controller.iteration:
                 decision = self.controller.on_iteration(iteration, self.now())
+                if launch is not None and not launch.progressed:
+                    # the first iteration of a launch includes torchrun's start-up: not a throughput sample
+                    launch.progressed = True
+                    self.controller.tracker.reset_window(iteration, self.now())
                 self.timeline.append(
                     {
                         "time_s": round(self.now(), 3),
@@ -330,13 +406,21 @@ class ClusterRunner:
                         "loss": line.get("loss"),
                     }
                 )
-                if decision is not None and decision.action == "switch":
+                if decision is not None and decision.action in ("keep", "no_alternative"):
+                    self._event(decision.action, reason=decision.reason, config=decision.config)
+                if decision is not None and launch is not None and self._must_relaunch(launch):
                     switch = decision
         step = endpoint.checkpoint_step
         if step is not None and step != self.checkpoint_step:
             self.checkpoint_step = step
             self.save_state()
         return switch
+
+    def _must_relaunch(self, launch: _Launch) -> bool:
+        """Whether the controller moved the job off ``launch``: another configuration, or a host set aside."""
+        if self.controller.config.notation() != launch.config.notation():
+            return True
+        return any(h.address in self.controller.set_aside for h in launch.hosts)
 
     def _silent_nodes(self, launch: _Launch, endpoint: ControllerEndpoint) -> list[int]:
         """Nodes with a rank whose reports stopped arriving while another node's still arrive."""
@@ -358,6 +442,7 @@ class ClusterRunner:
         while True:
             time.sleep(0.1)
             before = self.controller.iteration
+            self._sample_compute(launch, endpoint)
             if self._progress(endpoint) is not None:
                 return "switch", []
             if self.controller.iteration > before:
@@ -463,6 +548,8 @@ class ClusterRunner:
             if ended:
                 self._event("ended_processes", processes=ended)
                 self.report(f"ended {len(ended)} process(es) this run started: " + "; ".join(ended))
+            for left in self.cpu_groups.remove_all():
+                self.warnings.append(f"could not remove a CPU-quota group: {left}")
             self._write_timeline()
 
     def _write_timeline(self) -> None:

@@ -28,10 +28,12 @@ from srifty.runtime.cluster import (
     inject_locally,
 )
 from srifty.runtime.controller import Controller
+from srifty.runtime.cpu_quota import unavailable
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.hosts import Host, assign_hosts, inventory, load_hostfile, parse_hostfile
 from srifty.runtime.launchers import Launcher
 from srifty.runtime.local import RunOutcome, checkpoint_interval_iters, make_log
+from srifty.runtime.progress import DEFAULT_WINDOW_S
 from srifty.spec import CandidateSpec, JobSpec, load_spec
 from srifty.vocab import Config, parse_config
 
@@ -50,12 +52,16 @@ def host_area(spec: JobSpec) -> tuple[str, str]:
 
 def spec_over_hosts(spec: JobSpec, hosts: Sequence[Host]) -> JobSpec:
     """``spec`` with its candidates replaced by the host file's VMs (quota: how many of each type and market),
-    pinned to the hosts' cloud and region."""
+    pinned to the hosts' cloud and region. The hosts are already up, so moving the job between them costs the
+    checkpoint restore only: no VM launch time (``overheads.vm_launch_s`` is 0)."""
     cloud, region = host_area(spec)
     candidates = tuple(
         CandidateSpec(instance_type=t, market=m, quota=n) for (t, m), n in sorted(inventory(hosts).items())
     )
-    update = {"candidates": candidates, "cloud": cloud, "clouds": (), "region": region, "regions": ()}
+    overheads = spec.overheads.model_copy(update={"vm_launch_s": 0.0})
+    update = {
+        "candidates": candidates, "cloud": cloud, "clouds": (), "region": region, "regions": (), "overheads": overheads
+    }  # fmt: skip
     return spec.model_copy(update=update)
 
 
@@ -91,6 +97,26 @@ def check_host_faults(faults: Sequence[HostFault], hosts: Sequence[Host], iterat
                 f"--fault {fault.kind}@{fault.iteration}:{fault.host} can never fire: the job runs iterations 1 to "
                 f"{iterations}."
             )
+
+
+def check_cpu_quotas(hosts: Sequence[Host], faults: Sequence[HostFault], launcher: Launcher) -> None:
+    """Refuse CPU quotas (``cpu=`` in the host file, slow faults) where they cannot be set.
+
+    Raises:
+        SpecError: the launcher's processes are not this machine's (ssh), or no root / cgroup cpu controller.
+    """
+    users = [f"{h.address} (line {h.line}) cpu={h.cpu:g}" for h in hosts if h.cpu is not None]
+    users += [f"--fault {f.describe()}" for f in faults if f.kind == "slow"]
+    if not users:
+        return
+    if launcher.name not in ("local", "netns"):
+        raise SpecError(
+            f"{', '.join(users)}: a CPU quota emulates a slower VM on this machine, so it needs the local or netns "
+            f"launcher; a host reached by {launcher.name} runs at its own speed. Remove cpu= / the slow fault."
+        )
+    why = unavailable()
+    if why:
+        raise SpecError(f"{', '.join(users)}: {why}; run as root on Linux with the cgroup cpu controller.")
 
 
 def _positive(name: str, value: float) -> None:
@@ -129,6 +155,7 @@ def run_cluster_job(
     heartbeat_timeout_s: float = 10.0,
     hang_timeout_s: float = 120.0,
     lease_s: float = 30.0,
+    window_s: float = DEFAULT_WINDOW_S,
     endpoint_address: str = "127.0.0.1",
     forward_env: Sequence[str] = (),
     launcher_setup: dict[str, Any] | None = None,
@@ -147,6 +174,7 @@ def run_cluster_job(
     for name, value in (("--heartbeat-timeout", heartbeat_timeout_s), ("--hang-timeout", hang_timeout_s)):
         _positive(name, value)
     _positive("--lease", lease_s)
+    _positive("--window", window_s)
     if lease_s <= heartbeat_timeout_s:
         raise SpecError(
             f"--lease ({lease_s:g} s) must be longer than --heartbeat-timeout ({heartbeat_timeout_s:g} s): a worker "
@@ -164,6 +192,7 @@ def run_cluster_job(
     require_global_batch(config, spec, "configuration")
     assign_hosts(config, hosts)
     check_host_faults(faults, hosts, spec.iterations)
+    check_cpu_quotas(hosts, faults, launcher)
     out = Path(run_dir).resolve()
     if (out / "run.json").exists():
         raise SpecError(
@@ -179,10 +208,13 @@ def run_cluster_job(
         heartbeat_timeout_s=heartbeat_timeout_s,
         hang_timeout_s=hang_timeout_s,
         lease_s=lease_s,
+        window_s=window_s,
         endpoint_address=endpoint_address,
         forward_env=tuple(forward_env),
     )
-    controller = Controller(host_spec, config, plan_remaining, make_log(out), quotas=inventory(hosts))
+    controller = Controller(
+        host_spec, config, plan_remaining, make_log(out), window_s=options.window_s, quotas=inventory(hosts)
+    )
     runner = ClusterRunner(controller, hosts, launcher, train_command, out, options, faults, inject, report=report)
     runner.setup = {
         "spec_path": str(spec_file),
@@ -278,9 +310,13 @@ def resume_cluster_job(
         config.notation(),
         {"ended": ended},
     )
-    controller = Controller(host_spec, config, plan_remaining, log, quotas=quotas, first=first)
+    controller = Controller(
+        host_spec, config, plan_remaining, log, window_s=options.window_s, quotas=quotas, first=first
+    )
+    controller.set_aside = [str(a) for a in state.get("slow") or []]
     controller.resume_at(step, runner_now, float(state.get("spent_usd") or 0.0))
     check_host_faults(faults, hosts, spec.iterations)
+    check_cpu_quotas(hosts, faults, launcher)
     runner = ClusterRunner(
         controller, hosts, launcher, state["train_command"], out, options, faults, inject,
         lost=state["lost"], started_unix=float(state["started_unix"]), report=report,

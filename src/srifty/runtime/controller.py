@@ -11,7 +11,10 @@ decision log.
 On a host file (``srifty run --hosts``) the candidates are the hosts themselves: ``quotas`` counts the hosts
 of each instance type and market still alive. A lost host lowers its count by one and the job is re-planned
 over the hosts that remain (spares included); no type is banned, since the other hosts of it are still
-there.
+there. When the window says the deadline or budget will be missed, the controller first asks which hosts
+are slow (``find_slow``, from the workers' own compute times: :mod:`srifty.runtime.stragglers`); those are
+set aside like lost hosts before it re-plans. A re-plan that finds nothing better than the configuration
+already running keeps it (``keep``): relaunching the same VMs would only cost a restart.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from srifty.units import usd_for
 from srifty.vocab import Config, ConfigGroup
 
 Replanner = Callable[[JobSpec], Plan]
+#: Hosts found slow: ``(address, instance type, market, why)``.
+SlowHostFinder = Callable[[], list[tuple[str, str, str, str]]]
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class Controller:
         window_s: the throughput window (``K`` minutes in the paper; 5 by default).
         quotas: hosts alive per ``(instance type, market)`` when running on a host file, else ``None``.
         first: the first decision to log (a resumed run's ``resume``; ``start`` by default).
+        find_slow: on a host file, which hosts are slow now (asked before a deadline/budget re-plan).
     """
 
     def __init__(
@@ -68,6 +74,7 @@ class Controller:
         window_s: float = DEFAULT_WINDOW_S,
         quotas: dict[tuple[str, str], int] | None = None,
         first: Decision | None = None,
+        find_slow: SlowHostFinder | None = None,
     ) -> None:
         self.spec = spec
         self.config = config
@@ -84,6 +91,9 @@ class Controller:
         # VMs of the current configuration still running after a preemption (None: all of them).
         self._survivors: list[ConfigGroup] | None = None
         self.quotas = None if quotas is None else dict(quotas)
+        self.find_slow = find_slow
+        #: Hosts set aside as slow (addresses), in the order they were.
+        self.set_aside: list[str] = []
         self._emit(
             first or Decision(start_s, 0, "start", "training starts on the planned configuration", config.notation())
         )
@@ -156,7 +166,13 @@ class Controller:
                 f"even optimistically it costs ${projection.optimistic_cost_usd:.2f} > budget "
                 f"${self.spec.budget_usd:.2f}"
             )
-        return self._replan(now_s, "; ".join(what), {"projection": projection.__dict__})
+        why = "; ".join(what)
+        slow = self.find_slow() if self.find_slow is not None else []
+        if slow:
+            return self.on_hosts_lost(
+                [(a, t, m) for a, t, m, _ in slow], now_s, f"{why}; " + "; ".join(w for *_, w in slow), slow=True
+            )
+        return self._replan(now_s, why, {"projection": projection.__dict__}, keep_same=True)
 
     def on_preemption(self, instance_type: str, market: str, lost_vms: int, now_s: float) -> Decision:
         """``lost_vms`` VMs of ``instance_type`` on ``market`` were taken away at ``now_s``."""
@@ -196,9 +212,9 @@ class Controller:
         )
         return self.on_preemption(instance_type, market, 1, now_s)
 
-    def on_hosts_lost(self, lost: list[tuple[str, str, str]], now_s: float, why: str) -> Decision:
-        """Hosts ``(address, instance type, market)`` were lost at ``now_s`` (``why``: how it was seen);
-        re-plan over the hosts left (needs ``quotas``)."""
+    def on_hosts_lost(self, lost: list[tuple[str, str, str]], now_s: float, why: str, slow: bool = False) -> Decision:
+        """Hosts ``(address, instance type, market)`` were lost at ``now_s`` (``why``: how it was seen), or
+        set aside as too slow (``slow``); re-plan over the hosts left (needs ``quotas``)."""
         if self.quotas is None:
             raise ValueError("on_hosts_lost needs the hosts' quotas")
         gone: dict[tuple[str, str], int] = {}
@@ -213,18 +229,21 @@ class Controller:
                 survivors.append(ConfigGroup(g.instance, left, g.local_batch, g.market))
         self._settle(now_s)
         addresses = ", ".join(a for a, _, _ in lost)
+        if slow:
+            self.set_aside += [a for a, _, _ in lost]
         self._emit(
             Decision(
                 now_s,
                 self.iteration,
-                "host_lost",
-                f"host(s) {addresses} lost ({why}); re-planning over the {sum(self.quotas.values())} host(s) left",
+                "slow_host" if slow else "host_lost",
+                f"host(s) {addresses} {'set aside as slow' if slow else 'lost'} ({why}); re-planning over the "
+                f"{sum(self.quotas.values())} host(s) left",
                 self.config.notation(),
                 {"lost": [list(x) for x in lost], "survivors": [g.notation() for g in survivors]},
             )
         )
         self._survivors = survivors
-        return self._replan(now_s, f"host(s) {addresses} lost", {}, force=True)
+        return self._replan(now_s, f"host(s) {addresses} {'slow' if slow else 'lost'}", {}, force=True)
 
     # ---- re-planning -------------------------------------------------------------------------------
 
@@ -276,7 +295,7 @@ class Controller:
             }
         )
 
-    def _replan(self, now_s: float, why: str, details: dict, force: bool = False) -> Decision:
+    def _replan(self, now_s: float, why: str, details: dict, force: bool = False, keep_same: bool = False) -> Decision:
         remaining = self.remaining_spec(now_s)
         if remaining is None:
             self._next_check_s = now_s + self.tracker.window_s
@@ -309,6 +328,19 @@ class Controller:
                 )
             )
         best = plan.best
+        if keep_same and best.config.notation() == self.config.notation():
+            self._next_check_s = now_s + self.tracker.window_s
+            return self._emit(
+                Decision(
+                    now_s,
+                    self.iteration,
+                    "keep",
+                    f"{why}; the re-plan chose the configuration already running, so it keeps running (a "
+                    "relaunch would only add a restart)",
+                    self.config.notation(),
+                    {**details, "predicted_remaining_s": best.time_s, "remaining_iterations": remaining.iterations},
+                )
+            )
         self._settle(now_s)
         previous = self.config.notation()
         self.config = best.config

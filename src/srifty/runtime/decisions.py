@@ -11,7 +11,18 @@ from typing import Any, Literal
 from srifty.errors import ArtifactError
 
 Action = Literal[
-    "start", "resume", "continue", "replan", "switch", "preempted", "hang", "host_lost", "no_alternative", "finish"
+    "start",
+    "resume",
+    "continue",
+    "replan",
+    "switch",
+    "keep",
+    "preempted",
+    "hang",
+    "host_lost",
+    "slow_host",
+    "no_alternative",
+    "finish",
 ]
 
 

@@ -9,7 +9,9 @@ instance type and market in place of ``slots=`` (a VM runs one process per GPU o
     gpu-node-7     p3.8xlarge      on-demand
 
 ``address`` is an IPv4/IPv6 address or a host name; ``market`` is ``spot`` or ``on_demand`` (the spec's
-spellings; ``on_demand`` when left out); ``user=`` and ``port=`` are for the ``ssh`` launcher. Every value
+spellings; ``on_demand`` when left out); ``user=`` and ``port=`` are for the ``ssh`` launcher; ``cpu=CORES``
+(local and netns launchers only, root) emulates a slower VM on this machine by a CPU quota of that many
+cores on every process of the host (:mod:`srifty.runtime.cpu_quota`). Every value
 is checked before it reaches ssh or torchrun: a bad line is a :class:`~srifty.errors.SpecError` naming the
 file, the line and what to write instead.
 """
@@ -26,12 +28,13 @@ from pathlib import Path
 from srifty.catalog import Catalog, load_catalog
 from srifty.catalog.records import InstanceType
 from srifty.errors import CatalogError, SpecError
+from srifty.runtime.cpu_quota import check_cores
 from srifty.vocab import Config
 
 HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
 USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
 MARKETS = {"spot": "spot", "on_demand": "on_demand", "ondemand": "on_demand"}
-FORMAT = "ADDRESS INSTANCE_TYPE [MARKET] [user=NAME] [port=N]"
+FORMAT = "ADDRESS INSTANCE_TYPE [MARKET] [user=NAME] [port=N] [cpu=CORES]"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class Host:
     user: str | None = None
     port: int | None = None
     line: int = 0
+    #: An emulated VM's CPU quota in cores (testbed and local launchers), ``None``: the machine's speed.
+    cpu: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -103,12 +108,15 @@ def _parse_line(text: str, number: int, source: str, region: str, cloud: str, ca
         market = MARKETS[key]
     user: str | None = None
     port: int | None = None
+    cpu: float | None = None
     for option in options:
         name, _, value = option.partition("=")
         if name == "user" and USER.fullmatch(value):
             user = value
         elif name == "port" and value.isdigit() and 1 <= int(value) <= 65535:
             port = int(value)
+        elif name == "cpu" and _number(value) is not None:
+            cpu = check_cores(float(value), f"{where}: cpu={value}")
         elif name == "slots":
             raise SpecError(
                 f"{where}: 'slots=' is not used: a host runs one process per GPU of its instance type "
@@ -116,9 +124,18 @@ def _parse_line(text: str, number: int, source: str, region: str, cloud: str, ca
             )
         else:
             raise SpecError(
-                f"{where}: option '{option}' is not user=NAME (a login name) or port=N (1 to 65535); write {FORMAT}."
+                f"{where}: option '{option}' is not user=NAME (a login name), port=N (1 to 65535) or cpu=CORES (an "
+                f"emulated VM's CPU quota); write {FORMAT}."
             )
-    return Host(address, instance, market, user, port, number)
+    return Host(address, instance, market, user, port, number, cpu)
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value else None  # NaN is not a number of cores
 
 
 def parse_hostfile(

@@ -83,13 +83,23 @@ class RunReporter:
         # `srifty run` tells launches apart by this id, so a leftover worker of another run is never read
         self.launch = os.environ.get("SRIFTY_LAUNCH_ID")
         self.total = int(os.environ.get("SRIFTY_ITERATIONS", "0"))
+        #: The last ``(iteration, compute_s)`` reported.
+        self.last_compute: tuple[int, float] | None = None
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.run_dir is not None or self.courier is not None:
             self.beat(iteration=-1, phase="started")
 
-    def beat(self, iteration: int, phase: str = "done", loss: float | torch.Tensor | None = None) -> None:
-        """Record that this rank reached ``iteration`` (``phase``: started/done); ``loss`` may be a tensor."""
+    def beat(
+        self,
+        iteration: int,
+        phase: str = "done",
+        loss: float | torch.Tensor | None = None,
+        compute_s: float | None = None,
+    ) -> None:
+        """Record that this rank reached ``iteration`` (``phase``: started/done); ``loss`` may be a tensor;
+        ``compute_s``: seconds this rank spent on its own compute in the iteration (see
+        :meth:`iteration_done`)."""
         if self.run_dir is None and self.courier is None:
             return
         loss = _scalar(loss)
@@ -102,6 +112,10 @@ class RunReporter:
             "time": time.time(),
             "loss": loss,
         }
+        if compute_s is not None:
+            self.last_compute = (iteration, float(compute_s))
+        if self.last_compute is not None:  # on every beat: only a host's latest beat reaches the controller
+            record["compute_iteration"], record["compute_s"] = self.last_compute
         if self.courier is not None:
             self.courier.beat({**record, "node": int(os.environ.get("GROUP_RANK", "-1"))})
             return
@@ -110,10 +124,16 @@ class RunReporter:
         name = f"rank{self.rank}.json" if self.launch is None else f"rank{self.rank}-{self.launch}.json"
         atomic_write_text(self.run_dir / name, json.dumps(record))
 
-    def iteration_done(self, iteration: int, loss: float | torch.Tensor | None = None) -> None:
-        """``iteration`` (1-based count) finished; rank 0 appends it to ``progress.jsonl``."""
+    def iteration_done(
+        self, iteration: int, loss: float | torch.Tensor | None = None, compute_s: float | None = None
+    ) -> None:
+        """``iteration`` (1-based count) finished; rank 0 appends it to ``progress.jsonl``.
+
+        ``compute_s`` (optional): wall-clock seconds this rank spent on its own compute in the iteration,
+        without waiting on collectives (the forward pass under DDP with ``broadcast_buffers=False`` is a good
+        measure). ``srifty run --hosts`` compares it across hosts to find the one that slows the job down."""
         loss = _scalar(loss)
-        self.beat(iteration, "done", loss)
+        self.beat(iteration, "done", loss, compute_s)
         if self.courier is not None and self.rank == 0:
             self.courier.event({"kind": "iteration", "iteration": iteration, "time": time.time(), "loss": loss}, True)
             if iteration >= self.total > 0:

@@ -1,0 +1,142 @@
+"""CPU quotas on this machine's processes: an emulated slower VM, and the slow-host fault.
+
+On the network testbed every "VM" is a set of processes of this machine, so a VM's compute speed is
+whatever CPU time the kernel gives them. A Linux cgroup CPU quota (cgroup v1 ``cpu.cfs_quota_us`` or v2
+``cpu.max``) caps it at ``cores`` CPUs' worth of time per 100 ms period: a host-file line with ``cpu=0.45``
+emulates a VM slower than its neighbours, and ``--fault slow@ITER:HOST:cpu=0.1`` lowers a host's quota
+mid-run, as a noisy neighbour or a throttled VM would. It is an emulation and says so; a real VM's speed is
+its own (the ssh launcher refuses ``cpu=``).
+
+Each quota group is named after its owner (the run's mark) and the host, is created on first use and
+removed when the run ends (the kernel refuses to remove a group that still holds a process, so the run
+ends its processes first). Needs root and the cgroup ``cpu`` controller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from srifty.errors import SpecError
+
+CGROUP_FS = Path("/sys/fs/cgroup")
+PERIOD_US = 100_000
+#: Largest quota accepted, in cores (more than any host here has; a typo guard).
+MAX_CORES = 1024.0
+#: Every quota group srifty run makes starts with this.
+PREFIX = "srifty-q-"
+
+
+def cpu_root() -> tuple[Path, int] | None:
+    """``(folder new groups go in, cgroup version)`` of the ``cpu`` controller, or ``None`` without one."""
+    if (CGROUP_FS / "cgroup.controllers").is_file():
+        controllers = (CGROUP_FS / "cgroup.controllers").read_text().split()
+        return (CGROUP_FS, 2) if "cpu" in controllers else None
+    v1 = CGROUP_FS / "cpu"
+    return (v1, 1) if (v1 / "cpu.cfs_quota_us").is_file() else None
+
+
+def unavailable() -> str | None:
+    """Why CPU quotas cannot be set here, or ``None`` when they can."""
+    if os.geteuid() != 0:
+        return "CPU quotas (cpu=, the slow fault) need root: they are cgroups"
+    if cpu_root() is None:
+        return "this machine has no cgroup cpu controller (needed by cpu= and the slow fault)"
+    return None
+
+
+def check_cores(cores: float, what: str) -> float:
+    """``cores`` if it is a usable quota (more than 0, at most :data:`MAX_CORES`).
+
+    Raises:
+        SpecError: naming ``what`` and the allowed range.
+    """
+    if not 0.01 <= cores <= MAX_CORES:
+        raise SpecError(f"{what}: a CPU quota is a number of cores from 0.01 to {MAX_CORES:g}, got {cores:g}.")
+    return cores
+
+
+class QuotaGroups:
+    """The CPU-quota groups of one owner (a run), one per host, removed together by :meth:`remove_all`."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = "".join(c if c.isalnum() else "-" for c in owner)[:40]
+        self.created: dict[str, Path] = {}
+
+    def _path(self, host: str) -> Path:
+        found = cpu_root()
+        if found is None:
+            raise SpecError(unavailable() or "no cgroup cpu controller")
+        name = "".join(c if c.isalnum() else "-" for c in host)
+        return found[0] / f"{PREFIX}{self.owner}-{name}"
+
+    def set(self, host: str, cores: float) -> Path:
+        """Create ``host``'s group if needed and cap it at ``cores`` CPUs; returns its folder."""
+        path = self._path(host)
+        path.mkdir(exist_ok=True)
+        self.created[host] = path
+        quota_us = max(1000, round(cores * PERIOD_US))
+        if (path / "cpu.max").exists():
+            (path / "cpu.max").write_text(f"{quota_us} {PERIOD_US}")
+        else:
+            (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (path / "cpu.cfs_quota_us").write_text(str(quota_us))
+        return path
+
+    def lift_all(self) -> None:
+        """Remove every group's cap (before their processes are ended: a process throttled to a sliver of a
+        CPU takes seconds to act on SIGTERM)."""
+        for path in self.created.values():
+            with contextlib.suppress(OSError):
+                if (path / "cpu.max").exists():
+                    (path / "cpu.max").write_text(f"max {PERIOD_US}")
+                else:
+                    (path / "cpu.cfs_quota_us").write_text("-1")
+
+    def add(self, host: str, pids: Iterable[int]) -> int:
+        """Move ``pids`` (all their threads) into ``host``'s group; returns how many moved (gone ones skip)."""
+        procs = self.created[host] / "cgroup.procs"
+        moved = 0
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                procs.write_text(str(pid))
+                moved += 1
+        return moved
+
+    def joiner(self, host: str) -> Callable[[], None]:
+        """A ``preexec_fn`` that puts the child in ``host``'s group before it runs anything (it must run
+        before ``ip netns exec``, which hides the cgroup tree)."""
+        procs = self.created[host] / "cgroup.procs"
+
+        def join() -> None:
+            procs.write_text(str(os.getpid()))
+
+        return join
+
+    def remove_all(self) -> list[str]:
+        """Remove every group this owner created; returns those that could not be (still holding a process:
+        they are moved to the root group first, so this only fails when the kernel refuses)."""
+        left = []
+        for host, path in list(self.created.items()):
+            root = path.parent / "cgroup.procs"
+            with contextlib.suppress(OSError):
+                for pid in (path / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(OSError):
+                        root.write_text(pid)
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                left.append(f"{path}: {err}")
+                continue
+            del self.created[host]
+        return left
+
+
+def leftover_groups() -> list[Path]:
+    """srifty's quota groups on this machine (a test's leftover scan)."""
+    found = cpu_root()
+    return [] if found is None else sorted(found[0].glob(f"{PREFIX}*"))

@@ -1,0 +1,64 @@
+"""Which host slows a synchronous job down: compare each host's own compute time with the others'.
+
+In synchronous data-parallel training every rank waits for the slowest one at each allreduce, so the
+iteration time alone cannot say which host is slow. Each worker may therefore report its *own* compute
+time per iteration (``compute_s``: for example the wall time of its forward pass, which contains no
+collective when DDP does not broadcast buffers). A host whose median compute time is at least ``factor``
+times the median of the other hosts' medians is a straggler. A plan balances compute across hosts (a
+slower type gets a smaller local batch), so hosts of different types compare fairly.
+
+Pure functions of the samples; times in seconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+#: A host this many times slower than the others' median is a straggler.
+DEFAULT_FACTOR = 1.5
+#: Fewest samples of a host before it is judged.
+MIN_SAMPLES = 3
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """A slow host: its median compute time and the others' (seconds)."""
+
+    host: str
+    median_s: float
+    others_median_s: float
+
+    @property
+    def ratio(self) -> float:
+        """How many times slower than the others."""
+        return self.median_s / self.others_median_s
+
+    def describe(self) -> str:
+        """``its compute takes 0.210 s per iteration, 4.2x the other hosts' 0.050 s``."""
+        return (
+            f"its compute takes {self.median_s:.3f} s per iteration, {self.ratio:.1f}x the other hosts' "
+            f"{self.others_median_s:.3f} s"
+        )
+
+
+def find_stragglers(
+    compute_s_by_host: Mapping[str, Sequence[float]], factor: float = DEFAULT_FACTOR, min_samples: int = MIN_SAMPLES
+) -> list[Straggler]:
+    """The hosts whose median compute time is at least ``factor`` times the median over the other hosts,
+    slowest first. Hosts with fewer than ``min_samples`` samples are not judged (nor used as a reference);
+    with fewer than two judged hosts there is nothing to compare, and no straggler."""
+    if factor <= 1.0:
+        raise ValueError(f"a straggler factor must be above 1, got {factor}")
+    medians = {h: statistics.median(v) for h, v in compute_s_by_host.items() if len(v) >= min_samples}
+    if len(medians) < 2:
+        return []
+    found = []
+    for host, median_s in medians.items():
+        others = statistics.median(m for h, m in medians.items() if h != host)
+        if others > 0 and median_s >= factor * others:
+            found.append(Straggler(host, median_s, others))
+    if len(found) * 2 > len(medians):
+        return []  # most hosts "slow": the reference is the outlier, not them
+    return sorted(found, key=lambda s: -s.ratio)
