@@ -284,3 +284,52 @@ def test_a_slow_host_is_found_by_its_compute_time_and_set_aside(
     state = json.loads((run_dir / "run.json").read_text())
     assert state["slow"] == ["127.0.0.2"] and state["lost"] == []
     assert set(leftover_groups()) == before  # the run's quota group is removed
+
+
+@needs_netns
+@pytest.mark.root
+def test_testbed_slow_fault_and_an_emulated_slower_vm(  # type: ignore[no-untyped-def]
+    testbed, spec_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the testbed: host 1 runs under cpu=0.25 from its first process (the quota group is joined before
+    `ip netns exec`), and the slow fault on host 1 is found and set aside; nothing is left in the namespaces
+    and the quota groups are gone."""
+    from srifty.network.testbed import hosts as tb
+    from srifty.runtime.cpu_quota import leftover_groups, unavailable
+
+    if why := unavailable():
+        pytest.skip(why)
+    _, _, namespaces = testbed
+    addresses = sorted(namespaces)
+    monkeypatch.setenv("TRAIN_TINY_CPU_S", "0.04")
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text(f"{addresses[0]} g4dn.xlarge spot\n{addresses[1]} g4dn.xlarge spot cpu=0.25\n")
+    short = tmp_path / "short.yaml"
+    short.write_text(yaml.safe_dump({**yaml.safe_load(spec_path.read_text()), "iterations": 20}))
+    launcher = NetnsLauncher(namespaces)
+    launcher.env = {"GLOO_SOCKET_IFNAME": tb.HOST_IFACE}
+    before = set(leftover_groups())
+    options = {**FAST, "forward_env": ["TRAIN_TINY_STEP_S", "TRAIN_TINY_CPU_S"]}
+    run_cluster_job(
+        short, TRAIN, tmp_path / "run", hosts, launcher, config_text="2xg4dn.xlarge@32",
+        endpoint_address=tb.CONTROLLER_HOST, **options,  # type: ignore[arg-type]
+    )  # fmt: skip
+    timeline = json.loads((tmp_path / "run" / "timeline.json").read_text())
+    medians = next(e for e in timeline if e["event"] == "compute")["median_s"]
+    assert medians[addresses[1]] > 2 * medians[addresses[0]], medians  # 0.04 CPU-s at 0.25 cores: ~0.16 s
+
+    doc = yaml.safe_load(spec_path.read_text())
+    doc["deadline_s"] = 30.0
+    spec_path.write_text(yaml.safe_dump(doc))
+    monkeypatch.setenv("TRAIN_TINY_CPU_S", "0.01")
+    run_dir = tmp_path / "slow"
+    outcome = run_cluster_job(
+        spec_path, TRAIN, run_dir, _hosts(tmp_path, addresses), launcher, config_text="2xg4dn.xlarge@32",
+        faults=[HostFault("slow", 15, 1, 0.02)], window_s=8.0, endpoint_address=tb.CONTROLLER_HOST,
+        **options,  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert outcome.iterations == ITERATIONS and outcome.launches == 2
+    _check_run(run_dir, None)
+    assert json.loads((run_dir / "run.json").read_text())["slow"] == [addresses[1]]
+    assert {ns: namespace_pids(ns) for ns in namespaces.values()} == {ns: [] for ns in namespaces.values()}
+    assert set(leftover_groups()) == before

@@ -34,6 +34,7 @@ import os
 import re
 import secrets
 import signal
+import statistics
 import subprocess
 import time
 import uuid
@@ -308,6 +309,9 @@ class ClusterRunner:
 
     def _end_launch(self, launch: _Launch) -> list[str]:
         """End every process of ``launch`` on every host (remote ones through the launcher)."""
+        medians = self._compute_medians(launch)
+        if medians:
+            self._event("compute", median_s=medians)
         for host in launch.hosts:
             if host.address in self.lost:
                 continue  # unreachable: its workers fence themselves when their lease runs out
@@ -369,17 +373,24 @@ class ClusterRunner:
                 samples.append((iteration, float(value)))
                 del samples[:-COMPUTE_SAMPLES]
 
+    def _compute_by_host(self, launch: _Launch) -> dict[str, list[float]]:
+        by_host: dict[str, list[float]] = {}
+        for rank, samples in launch.compute.items():
+            host = launch.hosts[launch.node_of_rank[rank]]
+            by_host.setdefault(host.address, []).extend(v for _, v in samples)
+        return by_host
+
+    def _compute_medians(self, launch: _Launch) -> dict[str, float]:
+        """Each host's median reported compute time (seconds) over its recent samples."""
+        return {h: round(statistics.median(v), 6) for h, v in self._compute_by_host(launch).items() if v}
+
     def _slow_hosts(self) -> list[tuple[str, str, str, str]]:
         """Hosts of the current launch whose workers' compute is slow next to the others' (the controller
         asks before a deadline or budget re-plan)."""
         launch = self._current
         if launch is None:
             return []
-        by_host: dict[str, list[float]] = {}
-        for rank, samples in launch.compute.items():
-            host = launch.hosts[launch.node_of_rank[rank]]
-            by_host.setdefault(host.address, []).extend(v for _, v in samples)
-        found = find_stragglers(by_host)
+        found = find_stragglers(self._compute_by_host(launch))
         slow = []
         for straggler in found:
             host = next(h for h in launch.hosts if h.address == straggler.host)
@@ -448,6 +459,8 @@ class ClusterRunner:
             if self.controller.iteration > before:
                 last_progress_s = time.monotonic()
             self._fire_faults(launch, endpoint)
+            if self.controller.iteration >= self.controller.spec.iterations:
+                self.cpu_groups.lift_all()  # training is done: an emulated slow VM need not also exit slowly
             codes = [p.poll() for p in launch.procs]
             if all(c == 0 for c in codes):
                 self._progress(endpoint)
