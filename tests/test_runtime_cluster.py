@@ -99,6 +99,31 @@ def test_local_hosts_lose_one_and_finish_on_the_others(kind: str, spec_path: Pat
         assert any(e["event"] == "heartbeat_timeout" for e in timeline)
 
 
+def test_checkpoints_at_an_fsspec_url_carry_the_job_over_a_lost_host(spec_path: Path, tmp_path: Path) -> None:
+    """`--ckpt-dir file:///…` (torch's fsspec storage, the marker through fsspec): a vanished host's job relaunches
+    from the checkpoint at that URL and goes on from its step, not from the start."""
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
+    run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
+    done = subprocess.run(
+        [sys.executable, "-m", "srifty.cli.main", "run", str(spec_path), "--hosts", str(hosts), "--launcher", "local",
+         "--config", "2xg4dn.xlarge@32", "--run-dir", str(run_dir), "--ckpt-dir", f"file://{ckpt}", "--ckpt-every",
+         "10", "--heartbeat-timeout", "5", "--lease", "10", "--forward-env", "TRAIN_TINY_STEP_S",
+         "--fault", "vanish@25:1", "--", *TRAIN],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    timeline = _check_run(run_dir, "127.0.0.2")
+    assert json.loads((ckpt / "latest").read_text()) == {"step": ITERATIONS, "path": f"step-{ITERATIONS:08d}"}
+    assert (ckpt / "step-00000020" / ".metadata").is_file() and not (run_dir / "checkpoints").exists()
+    rollback = next(e for e in timeline if e["event"] == "rollback")
+    assert rollback["to_iteration"] >= 20
+    # a job restarted from scratch would save its first checkpoints again after the relaunch
+    relaunch_unix = json.loads((run_dir / "run.json").read_text())["started_unix"] + rollback["time_s"]
+    resumed_from = ckpt / f"step-{rollback['to_iteration']:08d}" / ".metadata"
+    assert resumed_from.stat().st_mtime < relaunch_unix, "the relaunched job did not resume from the URL's checkpoint"
+    assert (ckpt / f"step-{ITERATIONS:08d}" / ".metadata").stat().st_mtime > relaunch_unix
+
+
 def test_a_training_script_error_stops_the_run_and_names_the_host(spec_path: Path, tmp_path: Path) -> None:
     script = tmp_path / "broken.py"
     script.write_text(

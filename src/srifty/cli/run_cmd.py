@@ -74,7 +74,11 @@ def run_command(
         str | None, typer.Option(help="With --hosts: the address workers report to (default: found by route).")
     ] = None,
     ckpt_dir: Annotated[
-        str | None, typer.Option(help="With --hosts: checkpoints, a path every host can write (default RUN_DIR).")
+        str | None,
+        typer.Option(
+            help="With --hosts: checkpoints, a path every host can write or an fsspec URL (s3://bucket/run; "
+            "default RUN_DIR/checkpoints)."
+        ),
     ] = None,
     heartbeat_timeout: Annotated[
         float, typer.Option(help="With --hosts: seconds of silence from a host before it counts as lost.")

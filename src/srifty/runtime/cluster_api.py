@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -13,6 +12,7 @@ from typing import Any
 
 from srifty.artifacts import atomic_write_text, read_json_artifact
 from srifty.catalog import load_catalog
+from srifty.checkpoints import check_location, read_latest
 from srifty.errors import SpecError
 from srifty.plan.api import plan_job, require_global_batch, spec_area, spec_config
 from srifty.processes import describe, is_alive
@@ -182,6 +182,8 @@ def run_cluster_job(
         )
     if ckpt_every is not None and ckpt_every < 1:
         raise SpecError(f"--ckpt-every must be at least 1 iteration, got {ckpt_every}.")
+    if ckpt_dir is not None:
+        check_location(ckpt_dir)
     spec_file = Path(spec_path).resolve()
     spec = load_spec(spec_file)
     host_text = Path(hostfile).read_text(encoding="utf-8") if Path(hostfile).is_file() else None
@@ -251,14 +253,17 @@ def read_run_state(run_dir: str | Path) -> dict[str, Any]:
     return read_json_artifact(path, RUN_STATE_KIND, RUN_STATE_VERSION)
 
 
-def _checkpoint_step(state: dict[str, Any]) -> int:
-    """The last checkpoint: the marker on disk when this machine can read it (workers write it before they
-    notify the controller), else the last one the controller heard of."""
+def _checkpoint_step(state: dict[str, Any], report: Callable[[str], None] = lambda _: None) -> int:
+    """The last checkpoint: the marker (a path or an fsspec URL) when this machine can read it (workers write
+    it before they notify the controller), else the last one the controller heard of."""
     step = int(state.get("checkpoint_step") or 0)
-    marker = Path(str(state["options"]["ckpt_dir"])) / "latest"
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        step = max(step, int(json.loads(marker.read_text())["step"]))
-    return step
+    location = str(state["options"]["ckpt_dir"])
+    try:
+        latest = read_latest(location)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        report(f"cannot read the checkpoint marker in {location} ({err}); using the last one the controller heard of")
+        return step
+    return step if latest is None else max(step, latest["step"])
 
 
 def resume_cluster_job(
@@ -282,6 +287,7 @@ def resume_cluster_job(
     if pid and pid != os.getpid() and is_alive(pid) and "srifty" in describe(pid):
         raise SpecError(f"the run in {out} is still controlled by {describe(pid)}; stop it before resuming.")
     os.chdir(state["cwd"])
+    check_location(str(state["options"]["ckpt_dir"]))
     spec = load_spec(state["spec_path"])
     cloud, region = host_area(spec)
     hosts = parse_hostfile(state["hostfile_text"], region, cloud, source=f"{out}/run.json host file")
@@ -296,7 +302,7 @@ def resume_cluster_job(
     quotas = {(t, m): int(n) for t, m, n in state["quotas"]}
     log = DecisionLog(out / "decisions.jsonl")
     logged = log.read()
-    step = _checkpoint_step(state)
+    step = _checkpoint_step(state, report)
     options = ClusterOptions(**{**state["options"], "forward_env": tuple(state["options"]["forward_env"])})
     runner_now = _now(state)
     last = logged[-1].iteration if logged else 0

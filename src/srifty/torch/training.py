@@ -6,7 +6,7 @@
   ``SRIFTY_LOCAL_BATCH`` when all ranks share one);
 * ``SRIFTY_GLOBAL_BATCH``, ``SRIFTY_ITERATIONS``: the job;
 * ``SRIFTY_RUN_DIR``: where progress and heartbeats go; ``SRIFTY_CKPT_DIR`` and ``SRIFTY_CKPT_EVERY``:
-  where and how often (iterations) to checkpoint;
+  where (a path or an fsspec URL, :mod:`srifty.checkpoints`) and how often (iterations) to checkpoint;
 * ``SRIFTY_CONTROLLER_URL`` (``srifty run --hosts``): heartbeats, progress and checkpoint notices go to the
   controller over HTTP instead of files (:mod:`srifty.torch.courier`; no shared filesystem assumed).
 
@@ -28,10 +28,9 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from srifty.artifacts import atomic_write_text
+from srifty.checkpoints import join, read_latest, write_latest
 from srifty.errors import SriftyError
 from srifty.torch.courier import courier
-
-LATEST = "latest"
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -146,31 +145,37 @@ class RunReporter:
                 handle.flush()
 
 
-def save_checkpoint(ckpt_dir: str | Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Path:
-    """Save model and optimizer after ``step`` iterations with DCP; then mark it the latest (rank 0)."""
-    folder = Path(ckpt_dir)
-    target = folder / f"step-{step:08d}"
+def save_checkpoint(
+    ckpt_dir: str | Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> Path | str:
+    """Save model and optimizer after ``step`` iterations with DCP; then mark it the latest (rank 0).
+
+    ``ckpt_dir`` is a path or an fsspec URL (``s3://bucket/run``; see :mod:`srifty.checkpoints`): DCP writes a
+    URL through its fsspec storage. Returns the checkpoint's folder (a ``Path``, or a URL string).
+    """
+    name = f"step-{step:08d}"
+    target = join(ckpt_dir, name)
     model_sd, optim_sd = get_state_dict(model, optimizer)
     dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(target))
     if dist.is_initialized():
         dist.barrier()
     if not dist.is_initialized() or dist.get_rank() == 0:
-        atomic_write_text(folder / LATEST, json.dumps({"step": step, "path": target.name}))
+        write_latest(ckpt_dir, step, name)
         notify = courier()
         if notify is not None:
-            notify.event({"kind": "checkpoint", "step": step, "path": target.name}, urgent=True)
+            notify.event({"kind": "checkpoint", "step": step, "path": name}, urgent=True)
     return target
 
 
 def load_checkpoint(ckpt_dir: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
-    """Load the latest checkpoint into ``model`` and ``optimizer``; returns its step (0 when there is none)."""
-    marker = Path(ckpt_dir) / LATEST
-    if not marker.is_file():
+    """Load the latest checkpoint in ``ckpt_dir`` (a path or an fsspec URL) into ``model`` and ``optimizer``;
+    returns its step (0 when there is none)."""
+    latest = read_latest(ckpt_dir)
+    if latest is None:
         return 0
-    latest = json.loads(marker.read_text())
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state: dict[str, Any] = {"model": model_sd, "optim": optim_sd}
-    dcp.load(state, checkpoint_id=str(Path(ckpt_dir) / latest["path"]))
+    dcp.load(state, checkpoint_id=str(join(ckpt_dir, latest["path"])))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
     return int(latest["step"])
 
