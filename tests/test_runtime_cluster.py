@@ -124,6 +124,40 @@ def test_checkpoints_at_an_fsspec_url_carry_the_job_over_a_lost_host(spec_path: 
     assert (ckpt / f"step-{ITERATIONS:08d}" / ".metadata").stat().st_mtime > relaunch_unix
 
 
+def test_a_hang_with_heartbeats_arriving_loses_the_rank_furthest_behind(spec_path: Path, tmp_path: Path) -> None:
+    """Every rank beats (a stalled rank's courier thread goes on), none progresses: after --hang-timeout the host
+    of the rank furthest behind is lost, the job relaunches from its checkpoint on the others and finishes."""
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
+    run_dir = tmp_path / "run"
+    stall = ["python", str(REPO / "tests" / "stall_tiny.py"), "25", "1"]  # node 1 stops before iteration 25
+    ended_on: list[str] = []
+
+    class Recording(LocalLauncher):
+        def end_remote(self, host, mark, timeout_s):  # type: ignore[no-untyped-def]
+            ended_on.append(host.address)
+            return super().end_remote(host, mark, timeout_s)
+
+    outcome = run_cluster_job(
+        spec_path, stall, run_dir, hosts, Recording(), config_text="2xg4dn.xlarge@32",
+        hang_timeout_s=3.0, **FAST,  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert outcome.iterations == ITERATIONS and outcome.launches == 2
+    timeline = _check_run(run_dir, "127.0.0.2")
+    assert not any(e["event"] == "heartbeat_timeout" for e in timeline), "its heartbeats were meant to keep arriving"
+    hang = [e for e in timeline if e["event"] == "hang_detected"]
+    assert [(e["host"], e["iteration"]) for e in hang] == [("127.0.0.2", 24)]
+    assert "no progress for 3 s; rank 1 is the furthest behind" in hang[0]["detail"]
+    lost = next(e for e in timeline if e["event"] == "host_lost")
+    assert lost["detail"] == hang[0]["detail"]
+    # a hung host is still there: its processes are ended through the launcher (ssh), not left to their lease
+    assert ended_on[:2] == ["127.0.0.1", "127.0.0.2"]
+    assert next(e for e in timeline if e["event"] == "rollback")["to_iteration"] == 20
+    mark = json.loads((run_dir / "run.json").read_text())["mark"]
+    from srifty.processes import pids_marked
+
+    assert pids_marked(mark) == [], "the stalled worker outlived the run"
+
+
 def test_a_training_script_error_stops_the_run_and_names_the_host(spec_path: Path, tmp_path: Path) -> None:
     script = tmp_path / "broken.py"
     script.write_text(

@@ -307,13 +307,14 @@ class ClusterRunner:
         self.save_state()
         return self._current
 
-    def _end_launch(self, launch: _Launch) -> list[str]:
-        """End every process of ``launch`` on every host (remote ones through the launcher)."""
+    def _end_launch(self, launch: _Launch, reachable: Sequence[Host] = ()) -> list[str]:
+        """End every process of ``launch`` on every host (remote ones through the launcher); a lost host is
+        skipped unless it is in ``reachable`` (lost to a hang: there, but its rank makes no progress)."""
         medians = self._compute_medians(launch)
         if medians:
             self._event("compute", median_s=medians)
         for host in launch.hosts:
-            if host.address in self.lost:
+            if host.address in self.lost and host not in reachable:
                 continue  # unreachable: its workers fence themselves when their lease runs out
             why = self.launcher.end_remote(host, self.guard.variable, self.options.check_timeout_s)
             if why:
@@ -581,7 +582,7 @@ class ClusterRunner:
                 self.lost.append(host.address)
                 self._event("host_lost", host=host.address, detail=why)
                 self.report(f"lost host {host.describe()}: {why}")
-            self._end_launch(launch)
+            self._end_launch(launch, [h for h, _ in lost] if outcome == "hang" else [])
             self._current = None
             self._progress(endpoint)
             if outcome == "done":
