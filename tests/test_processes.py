@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from srifty.processes import ProcessGuard, descendants, is_alive, pids_marked, signals_as_exit
-from tests.conftest import REPO
+from srifty.processes import ProcessGuard, descendants, end_processes, is_alive, pids_marked, signals_as_exit
+from tests.conftest import REPO, wait_for
 
 # A "launcher" that starts a worker in a new session (as torchrun does) and a stopped grandchild, then waits.
 LAUNCHER = """
@@ -40,6 +40,24 @@ def test_a_guard_ends_workers_in_their_own_sessions_even_stopped_ones() -> None:
         assert set(guard.pids()) >= {launcher.pid, worker, stopped}
     assert not any(is_alive(p) for p in (launcher.pid, worker, stopped))
     assert len(guard.ended) == 3 and any(str(worker) in line for line in guard.ended)
+
+
+def test_a_stopped_process_is_ended_by_sigterm_without_waiting_for_sigkill() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        assert wait_for(lambda: _state(child.pid) == "T", 10)
+        started = time.monotonic()
+        assert end_processes([child.pid], grace_s=60.0) == [child.pid]
+        assert time.monotonic() - started < 5.0, "the stopped child waited for SIGKILL"
+        assert child.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def test_re_parented_workers_are_found_by_their_mark() -> None:

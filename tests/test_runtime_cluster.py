@@ -209,6 +209,43 @@ def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decis
     assert again.returncode == 2 and "already finished" in again.stderr
 
 
+def test_a_controller_killed_during_a_partition_leaves_no_stopped_worker(spec_path: Path, tmp_path: Path) -> None:
+    """`kill -9` of srifty while a host's worker is stopped (the local partition emulation): the parent-death
+    SIGTERM reaches its torchrun, which is never stopped itself, and torchrun's shortened shutdown timeout
+    SIGKILLs the stopped worker within seconds (its default 30 s; a stopped torchrun would keep it forever)."""
+    hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "srifty.cli.main", "run", str(spec_path), "--hosts", str(hosts), "--launcher", "local",
+         "--config", "2xg4dn.xlarge@32", "--run-dir", str(run_dir), "--heartbeat-timeout", "60", "--lease", "120",
+         "--forward-env", "TRAIN_TINY_STEP_S", "--fault", "partition@10:1", "--", *TRAIN],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    from srifty.processes import pids_marked
+
+    def state(pid: int) -> str:
+        try:
+            return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "gone"
+
+    def marked() -> list[int]:
+        try:
+            return pids_marked(json.loads((run_dir / "run.json").read_text())["mark"])
+        except (OSError, ValueError, KeyError):
+            return []
+
+    try:
+        assert wait_for(lambda: any(state(p) == "T" for p in marked()), 120), "the partition was not injected"
+        stopped = [p for p in marked() if state(p) == "T"]
+        assert len(stopped) == 1, "only the partitioned host's worker is stopped, not its torchrun"
+        pids = marked()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert wait_for(lambda: not any(state(p) not in ("gone", "Z") for p in pids), 15), {p: state(p) for p in pids}
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_stopping_the_controller_ends_every_host_process(sig: signal.Signals, spec_path: Path, tmp_path: Path) -> None:
     hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])

@@ -198,6 +198,36 @@ def test_stopping_srifty_run_ends_torchrun_and_every_worker(tmp_path: Path, sig:
     assert wait_for(lambda: not pids_marked(mark), 10), [p for p in pids_marked(mark)]
 
 
+def test_srifty_killed_with_a_worker_stopped_leaves_nothing_behind(tmp_path: Path) -> None:
+    """`kill -9` of srifty while a worker is stopped (--hang-at): torchrun gets the parent-death SIGTERM and,
+    with srifty's 5 s shutdown timeout instead of torchrun's 30 s, SIGKILLs the stopped worker promptly."""
+    mark = owner_variable(f"killtest{uuid.uuid4().hex[:8]}")
+    env = {**os.environ, mark: "1", "TRAIN_TINY_STEP_S": "0.1", "PYTHONPATH": str(REPO / "src")}
+    command = [
+        sys.executable, "-m", "srifty.cli.main", "run", str(EXAMPLES / "tiny-local.yaml"), "--config",
+        "2xg4dn.xlarge@32", "--run-dir", str(tmp_path / "run"), "--hang-at", "3", "--hang-rank", "1",
+        "--hang-timeout", "120", "--", "python", str(EXAMPLES / "train_tiny.py"),
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stopped() -> bool:
+        return any(_state(p) == "T" for p in pids_marked(mark))
+
+    try:
+        assert wait_for(stopped, 120), "the worker was not stopped"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert wait_for(lambda: not pids_marked(mark), 15), {p: _state(p) for p in pids_marked(mark)}
+
+
+def _state(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 RECORD_ARGV = """
 import json, os, sys
 from srifty.torch.training import RunReporter

@@ -10,7 +10,11 @@ its ``with`` block exits: on success, on an error, on Ctrl-C, and on SIGTERM or 
 if this guard started it or carries this guard's own mark.
 
 If srifty itself is killed with SIGKILL, no handler runs; children started by :meth:`ProcessGuard.popen`
-then get SIGTERM from the kernel (``PR_SET_PDEATHSIG``), which torchrun handles by ending its workers.
+then get SIGTERM from the kernel (``PR_SET_PDEATHSIG``), which torchrun handles by ending its workers
+(SIGTERM, then SIGKILL after its shutdown timeout, which ``srifty run`` shortens to
+``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` = 5 s: a stopped worker acts on nothing but SIGKILL). The kernel sends
+that one signal only: a child that is itself stopped keeps it pending until someone continues it, which is
+why srifty's fault emulations stop workers, never the torchrun they hang from.
 
 Linux only (it reads ``/proc``). A process that clears its environment and leaves the guard's process
 tree (a double-forked daemon with ``env -i``) escapes it; srifty starts none.
@@ -114,15 +118,16 @@ def is_alive(pid: int) -> bool:
 
 
 def end_processes(pids: list[int], grace_s: float = 3.0) -> list[int]:
-    """Ask ``pids`` to stop (SIGCONT then SIGTERM), wait up to ``grace_s``, then SIGKILL what is left.
+    """Ask ``pids`` to stop (SIGTERM, then SIGCONT), wait up to ``grace_s``, then SIGKILL what is left.
 
-    Returns the pids that were alive when this began. Stopped processes get SIGCONT so that SIGTERM can
-    act; SIGKILL ends them either way.
+    Returns the pids that were alive when this began. A stopped process does not act on SIGTERM until it
+    is continued, so SIGCONT follows (systemd's order: the SIGTERM is already pending when it wakes, so it
+    runs nothing of its own first); SIGKILL would end it either way, but only after ``grace_s``.
     """
     alive = [p for p in pids if is_alive(p)]
     if not alive:
         return []
-    for sig in (signal.SIGCONT, signal.SIGTERM):
+    for sig in (signal.SIGTERM, signal.SIGCONT):
         for pid in alive:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)

@@ -58,6 +58,7 @@ from srifty.runtime.local import (
     RunOutcome,
     first_error_line,
     rank_layout,
+    torchrun_env,
     torchrun_target,
     worker_exit_codes,
 )
@@ -100,13 +101,15 @@ class HostFault:
         return f"{self.kind}@{self.iteration}:{self.host}{tail}"
 
 
-#: Injects a fault on a host; gets the kind, the host and the pids of its launch on this machine.
+#: Injects a fault on a host; gets the kind, the host and the pids of its launch on this machine (for a
+#: partition, its workers only).
 Injector = Callable[[str, Host, list[int]], None]
 
 
 def inject_locally(kind: str, host: Host, pids: list[int]) -> None:
-    """The local launcher's faults: ``vanish`` SIGKILLs the host's processes; ``partition`` SIGSTOPs them
-    (an emulation: a stopped host is as silent as a cut-off one, and its peers' collectives hang)."""
+    """The local launcher's faults: ``vanish`` SIGKILLs the host's processes; ``partition`` SIGSTOPs its
+    workers (an emulation: a stopped worker is as silent as a cut-off one, and its peers' collectives hang;
+    its torchrun keeps running, as a partitioned host's would, so that it can still act on signals)."""
     sig = signal.SIGKILL if kind == "vanish" else signal.SIGSTOP
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
@@ -262,6 +265,7 @@ class ClusterRunner:
             "SRIFTY_LEASE_S": f"{self.options.lease_s:g}",
             "OMP_NUM_THREADS": "1",
             "PYTHONUNBUFFERED": "1",
+            **torchrun_env(),
             **{name: os.environ[name] for name in self.options.forward_env if name in os.environ},
             **self.launcher.env,
             self.guard.variable: "1",  # the mark travels to remote hosts too (ssh), so they can be ended there
@@ -353,6 +357,8 @@ class ClusterRunner:
                 self.cpu_groups.add(host.address, pids)
                 self._event("inject_slow", host=host.address, cpu=cores)
             else:
+                if fault.kind == "partition":  # the workers only: a partitioned host's torchrun is alive
+                    pids = descendants(launch.procs[node].pid)
                 self.inject(fault.kind, host, pids)
                 self._event(f"inject_{fault.kind}", host=host.address)
             self.report(f"injected {fault.describe()} on host {host.address} at iteration {self.controller.iteration}")

@@ -98,6 +98,19 @@ def checkpoint_interval_iters(checkpoint_s: float, iter_s: float, mtbf_s: float 
     return max(1, int(math.sqrt(2.0 * max(checkpoint_s, 0.0) * mtbf_s) / iter_s))
 
 
+#: Seconds torchrun gives its workers to end after SIGTERM before SIGKILL (its default is 30). A stopped
+#: worker (a hang or partition fault) acts on nothing but SIGKILL, so when srifty dies and torchrun gets its
+#: parent-death SIGTERM, this bounds how long such a worker outlives it.
+TORCHRUN_SHUTDOWN_S = 5
+
+
+def torchrun_env() -> dict[str, str]:
+    """Environment for torchrun (its ``--shutdown-timeout``, as a variable: older torchruns on remote hosts
+    ignore it instead of refusing an unknown option); a value the user set is kept."""
+    name = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"
+    return {name: os.environ.get(name, str(TORCHRUN_SHUTDOWN_S))}
+
+
 def torchrun_target(train_command: Sequence[str]) -> list[str]:
     """What follows torchrun's options: ``python train.py …`` becomes ``train.py …`` (torchrun runs the
     script with its own Python); any other executable runs as is, under ``--no-python``."""
@@ -183,6 +196,7 @@ class LocalRunner:
             "SRIFTY_CKPT_DIR": str(self.run_dir / "checkpoints"),
             "SRIFTY_CKPT_EVERY": str(self.ckpt_every),
             "OMP_NUM_THREADS": "1",
+            **torchrun_env(),
         }
         for stale in (self.run_dir / "workers").glob("rank*.json"):
             stale.unlink()
