@@ -24,10 +24,10 @@ def main() -> None:
     if os.environ.get("GROUP_RANK") == node and read_latest(os.environ["SRIFTY_CKPT_DIR"]) is None:
         beat = training.RunReporter.beat
 
-        def stalling_beat(self: training.RunReporter, iteration: int, phase: str = "done", loss=None) -> None:  # type: ignore[no-untyped-def]
+        def stalling_beat(self: training.RunReporter, iteration: int, phase: str = "done", *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
             if iteration == at and phase == "started":
                 time.sleep(STALL_S)  # the main thread only: the courier's daemon thread goes on beating
-            beat(self, iteration, phase, loss)
+            beat(self, iteration, phase, *args, **kwargs)
 
         training.RunReporter.beat = stalling_beat  # type: ignore[method-assign]
     sys.argv = sys.argv[:1]
