@@ -115,3 +115,33 @@ def test_the_suite_fails_a_test_that_leaves_a_process_behind(tmp_path: Path) -> 
     assert result.returncode == 1, result.stdout
     assert "2 passed, 1 error" in result.stdout and "ERROR at teardown of test_leaks" in result.stdout
     assert "left 1 process(es) running" in result.stdout
+
+
+def test_the_shield_passes_on_one_ending_signal_and_the_child_s_fate() -> None:
+    """A burst of SIGTERMs (a multi-threaded parent's death) reaches the shielded command once; a command
+    killed by a signal makes the shield end by the same signal."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    counter = (
+        "import signal, sys, time\n"
+        "got = []\n"
+        "signal.signal(signal.SIGTERM, lambda *a: got.append(1))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(1.5)\n"
+        "print(len(got), flush=True)\n"
+    )
+    shield = [sys.executable, "-m", "srifty.processes", "shield", "--"]
+    proc = subprocess.Popen([*shield, sys.executable, "-c", counter], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for _ in range(4):
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.02)
+    out, _ = proc.communicate(timeout=20)
+    assert out.strip() == "1" and proc.returncode == 0
+
+    killed = subprocess.run([*shield, sys.executable, "-c", "import os, signal; os.kill(os.getpid(), 9)"], timeout=20)
+    assert killed.returncode == -signal.SIGKILL
+    assert subprocess.run([*shield, sys.executable, "-c", "raise SystemExit(3)"], timeout=20).returncode == 3

@@ -257,12 +257,48 @@ def signals_as_exit(signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signa
             signal.signal(sig, old)
 
 
+#: Signals :func:`shield` passes on to its command (the first one only).
+SHIELDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def shield(command: list[str]) -> int:
+    """Run ``command`` (an argument vector) and pass on only the *first* ending signal this process gets;
+    return its exit code, or end this process with the signal that ended it (so its parent sees the same).
+
+    Why: the kernel sends a child's parent-death signal once for every thread of the parent as the threads
+    exit (each exit re-parents the child to the next thread), so when the multi-threaded srifty controller is
+    killed, a torchrun it started gets a burst of SIGTERMs. torchrun's shutdown aborts on the second one,
+    before it SIGKILLs workers that ignored the first (a stopped worker always does). The shield is
+    single-threaded, so its own child gets one parent-death signal, and one relayed signal."""
+    child = subprocess.Popen(command, preexec_fn=_die_with(os.getpid(), None))
+    relayed: list[int] = []
+
+    def relay(signum: int, frame: FrameType | None) -> None:
+        if not relayed:
+            relayed.append(signum)
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
+
+    for sig in SHIELDED:
+        signal.signal(sig, relay)
+    code = child.wait()
+    if code < 0:
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP keep their default anyway
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m srifty.processes end VARIABLE``: end this machine's processes marked with ``VARIABLE``
-    (what ``srifty run --hosts`` runs on a remote host through ssh). Prints what it ended."""
+    (what ``srifty run --hosts`` runs on a remote host through ssh). Prints what it ended.
+
+    ``python -m srifty.processes shield -- COMMAND…``: run ``COMMAND`` under :func:`shield`."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
+    if len(args) >= 3 and args[:2] == ["shield", "--"]:
+        return shield(args[2:])
     if len(args) != 2 or args[0] != "end" or not args[1].startswith(OWNER_PREFIX) or not args[1].isidentifier():
         sys.stderr.write(f"usage: python -m srifty.processes end {OWNER_PREFIX}<token>\n")
         return 2

@@ -36,6 +36,7 @@ import secrets
 import signal
 import statistics
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -70,6 +71,8 @@ RUN_STATE_KIND = "run-state"
 RUN_STATE_VERSION = 1
 #: After one host's launch fails, how long the others get to fail too before the failure is judged.
 SETTLE_S = 3.0
+#: Every host's launch runs under :func:`srifty.processes.shield` (a local process of this machine).
+SHIELD = (sys.executable, "-m", "srifty.processes", "shield", "--")
 #: Exit code of a worker that ended itself because the controller gave up on it (srifty.torch.courier).
 FENCED_EXIT = 75
 
@@ -282,12 +285,13 @@ class ClusterRunner:
                 *torchrun_target(self.train_command),
             ]  # fmt: skip
             argv, extra = self.launcher.argv(host, command, env)
+            argv = [*SHIELD, *argv]  # one ending signal for torchrun, however many threads this process has
             log = self.run_dir / "hosts" / f"{host.address}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             offsets.append(log.stat().st_size if log.exists() else 0)
             join = None
             if host.cpu is not None:  # an emulated slower VM: every process of its launch under the quota
-                self.cpu_groups.set(host.address, host.cpu)
+                self.cpu_groups.cap(host.address, host.cpu)
                 join = self.cpu_groups.joiner(host.address)
             with open(log, "ab") as handle:
                 handle.write(f"--- launch {launch_id} node {node}: {config.notation()}\n".encode())
@@ -335,6 +339,11 @@ class ClusterRunner:
         proc = launch.procs[node]
         return ([proc.pid] if proc.poll() is None else []) + descendants(proc.pid)
 
+    def _worker_pids(self, launch: _Launch, node: int) -> list[int]:
+        """The host's workers: what runs below its launch's torchrun (the shield's child)."""
+        below = descendants(launch.procs[node].pid)
+        return descendants(below[0]) if below else []
+
     def _fire_faults(self, launch: _Launch, endpoint: ControllerEndpoint) -> None:
         beats = endpoint.beats()
         for fault in list(self.faults):
@@ -353,12 +362,12 @@ class ClusterRunner:
             pids = self._host_pids(launch, node)
             if fault.kind == "slow":
                 cores = fault.cpu if fault.cpu is not None else DEFAULT_SLOW_CPU
-                self.cpu_groups.set(host.address, cores)
+                self.cpu_groups.cap(host.address, cores)
                 self.cpu_groups.add(host.address, pids)
                 self._event("inject_slow", host=host.address, cpu=cores)
             else:
                 if fault.kind == "partition":  # the workers only: a partitioned host's torchrun is alive
-                    pids = descendants(launch.procs[node].pid)
+                    pids = self._worker_pids(launch, node)
                 self.inject(fault.kind, host, pids)
                 self._event(f"inject_{fault.kind}", host=host.address)
             self.report(f"injected {fault.describe()} on host {host.address} at iteration {self.controller.iteration}")
@@ -379,6 +388,14 @@ class ClusterRunner:
             if not samples or samples[-1][0] != iteration:
                 samples.append((iteration, float(value)))
                 del samples[:-COMPUTE_SAMPLES]
+
+    def _record_quotas(self, launch: _Launch) -> None:
+        """Log, from the kernel's own list, how many of each quota'd host's processes its group holds."""
+        for node, host in enumerate(launch.hosts):
+            if host.address in self.cpu_groups.created:
+                pids = set(self._host_pids(launch, node))
+                held = len(pids & self.cpu_groups.members(host.address))
+                self._event("cpu_quota", host=host.address, processes=len(pids), in_quota=held)
 
     def _compute_by_host(self, launch: _Launch) -> dict[str, list[float]]:
         by_host: dict[str, list[float]] = {}
@@ -416,6 +433,7 @@ class ClusterRunner:
                     # the first iteration of a launch includes torchrun's start-up: not a throughput sample
                     launch.progressed = True
                     self.controller.tracker.reset_window(iteration, self.now())
+                    self._record_quotas(launch)  # every worker is up by now
                 self.timeline.append(
                     {
                         "time_s": round(self.now(), 3),

@@ -72,7 +72,7 @@ class QuotaGroups:
         name = "".join(c if c.isalnum() else "-" for c in host)
         return found[0] / f"{PREFIX}{self.owner}-{name}"
 
-    def set(self, host: str, cores: float) -> Path:
+    def cap(self, host: str, cores: float) -> Path:
         """Create ``host``'s group if needed and cap it at ``cores`` CPUs; returns its folder."""
         path = self._path(host)
         path.mkdir(exist_ok=True)
@@ -84,6 +84,14 @@ class QuotaGroups:
             (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (path / "cpu.cfs_quota_us").write_text(str(quota_us))
         return path
+
+    def members(self, host: str) -> set[int]:
+        """The processes now in ``host``'s group (the kernel's own list; empty without a group)."""
+        path = self.created.get(host)
+        try:
+            return {int(p) for p in (path / "cgroup.procs").read_text().split()} if path else set()
+        except OSError:
+            return set()
 
     def lift_all(self) -> None:
         """Remove every group's cap (before their processes are ended: a process throttled to a sliver of a
