@@ -78,6 +78,8 @@ class Case:
     hosts: tuple[Host, ...]
     image_size: int = 0
     seq_len: int = 128
+    #: More ``srifty profile`` arguments (``--input-shape`` for a ``module:function`` model).
+    profile_args: tuple[str, ...] = ()
 
 
 CASES = [
@@ -154,6 +156,7 @@ def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: Process
             "--seq-len", str(case.seq_len), "--out", str(path)]  # fmt: skip
     if case.image_size:
         args += ["--image-size", str(case.image_size)]
+    args += case.profile_args
     proc = guard.popen(args, stdout=subprocess.DEVNULL, preexec_fn=joining(cgroup), start_new_session=True)
     if proc.wait() != 0:
         raise RuntimeError(f"{case.name}: `{' '.join(args[2:])}` failed with exit code {proc.returncode}")
