@@ -180,6 +180,7 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
     same_world = len(launches) > 1 and launches[-1]["config"] == launches[0]["config"]
     # rank 0 reports the loss of its own slice: comparable with the uninterrupted run on the same world only
     diffs = [abs(e["loss"] - baseline[e["iteration"]]) for e in after if e["iteration"] in baseline and same_world]
+    first = [abs(e["loss"] - baseline[e["iteration"]]) for e in after[:5] if e["iteration"] in baseline and same_world]
     done = {e["iteration"] for e in iterations}
     return {
         "detection_s": (lost["time_s"] - fault_s) if lost and fault_s is not None else None,
@@ -188,6 +189,7 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
         "final_iteration": max(done),
         "all_iterations_done": done >= set(range(min(done), iterations_total + 1)),
         "max_loss_diff": max(diffs) if diffs else None,
+        "max_loss_diff_first5": max(first) if first else None,
         "loss_first": statistics.fmean(e["loss"] for e in iterations[:5]),
         "loss_before": statistics.fmean(e["loss"] for e in before[-5:]) if before else None,
         "loss_after": statistics.fmean(e["loss"] for e in after[:5]) if after else None,
