@@ -416,7 +416,8 @@ def render(saved: dict[str, Any]) -> str:
             *_prediction_table(pred, meas),
         ]
     for number, earlier in enumerate(saved.get("earlier", []), start=1):
-        out += ["", f"Earlier run {number} (kept beside):", "", *_prediction_table(**earlier)]
+        table = _prediction_table(earlier["predictions"], earlier["measurements"])
+        out += ["", f"Earlier run {number} (kept beside):", "", *table]
     if pred or saved.get("earlier"):
         out += [
             "",
