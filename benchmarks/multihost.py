@@ -60,6 +60,8 @@ class Job:
     lease_s: float = 8.0
     #: After the checkpoint before ``fault_at``, how long the controller kill waits (the workers run on).
     kill_after_s: float = 0.4
+    #: More ``srifty run`` arguments (``--window``).
+    extra_args: tuple[str, ...] = ()
 
 
 TINY = Job()
@@ -118,6 +120,7 @@ def run_scenario(
     args += ["--ckpt-every", str(job.ckpt_every), "--heartbeat-timeout", f"{job.heartbeat_timeout_s:g}"]
     args += ["--lease", f"{job.lease_s:g}", *(x for var in job.env for x in ("--forward-env", var))]
     args += ["--fault", fault] if fault else []
+    args += job.extra_args
     started = time.time()
     proc = _srifty_run([*args, "--", *job.command], env)
     killed_at = None
@@ -162,7 +165,7 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
         fault_s = run["killed_unix"] - run["run_started_unix"]
     else:
         fault_s = fault["time_s"] if fault else None
-    lost = next((e for e in timeline if e["event"] == "host_lost"), None)
+    lost = next((e for e in timeline if e["event"] in ("host_lost", "slow_host")), None)
     launches = [e for e in timeline if e["event"] == "launch"]
     relaunch_s = launches[-1]["time_s"] if len(launches) > 1 else None
     first_after = next((e for e in iterations if relaunch_s is not None and e["time_s"] > relaunch_s), None)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -36,7 +37,6 @@ import re
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -99,6 +99,11 @@ FAULT_JOB = mh.Job(
     lease_s=10.0,
     kill_after_s=3.0,
 )
+#: The slow fault: host 2's quota drops to this many cores; the job's deadline is this factor times the
+#: uninterrupted run's finish; the throughput window (s) is short enough to see the slowdown within the run.
+SLOW_CORES = 0.1
+SLOW_DEADLINE_FACTOR = 1.25
+SLOW_WINDOW_S = 15.0
 LINE = re.compile(r"^iteration=(\d+) rank=(\d+) time=([\d.]+) loss=[\d.]+ forward_s=([\d.]+)", re.M)
 
 
@@ -110,9 +115,10 @@ def host_config(case: e2e.Case) -> str:
     return ",".join(f"{n}x{STANDS_FOR[h.quota]}@{h.batch}" for h, n in counts.items())
 
 
-def write_spec(folder: Path, iterations: int, host: e2e.Host) -> Path:
-    """The job for ``srifty run``: the model's profile under ``host``'s quota (it only matters for re-planning)."""
-    doc = {
+def write_spec(folder: Path, iterations: int, host: e2e.Host, deadline_s: float | None = None) -> Path:
+    """The job for ``srifty run``: the model's profile under ``host``'s quota (it only matters for re-planning)
+    and, for the slow fault, a deadline."""
+    doc: dict[str, Any] = {
         "description": "resnet18 at 64 px on the network testbed (benchmarks/multihost_resnet.py)",
         "model": {"profiles": [str(e2e.profile_path(CASES[2], host, PROFILES))]},
         "global_batch": GLOBAL_BATCH,
@@ -121,59 +127,31 @@ def write_spec(folder: Path, iterations: int, host: e2e.Host) -> Path:
         "region": "us-east-1",
         "candidates": [{"instance_type": t, "market": "spot", "quota": 4} for t in dict.fromkeys(STANDS_FOR.values())],
     }
-    path = folder / "job.yaml"
+    if deadline_s is not None:
+        doc["deadline_s"] = round(deadline_s, 1)
+    path = folder / ("job.yaml" if deadline_s is None else "job-deadline.yaml")
     path.write_text(yaml.safe_dump(doc))
     return path
 
 
 def hostfile(state: Any, hosts: tuple[e2e.Host, ...], folder: Path) -> Path:
-    """Host file: testbed host ``i`` is written as the catalog type standing for ``hosts[i]``."""
-    lines = [f"{h.ip} {STANDS_FOR[e.quota]} spot" for h, e in zip(state.hosts, hosts, strict=True)]
+    """Host file: testbed host ``i`` is written as the catalog type standing for ``hosts[i]``, with its CPU
+    quota (``cpu=``: srifty run puts every process of the host's launch in a cgroup of that many cores)."""
+    lines = [f"{h.ip} {STANDS_FOR[e.quota]} spot cpu={e.quota:g}" for h, e in zip(state.hosts, hosts, strict=True)]
     path = folder / "hosts.txt"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 @contextlib.contextmanager
-def quotas(state: Any, hosts: tuple[e2e.Host, ...]) -> Iterator[None]:
-    """Every process in host ``i``'s namespace joins a cgroup of ``hosts[i].quota`` cores, from the moment it
-    appears (a scan of /proc every 0.05 s; children forked later inherit the cgroup). An emulated slower VM."""
-    groups = {}
-    for host, emulated in zip(state.hosts, hosts, strict=True):
-        inode = os.stat(f"/run/netns/{host.namespace}").st_ino
-        groups[inode] = e2e.make_cgroup(host.namespace, emulated.quota)
-    moved: set[int] = set()
-    stop = threading.Event()
-
-    def scan() -> None:
-        while not stop.wait(0.05):
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit() or int(entry) in moved:
-                    continue
-                with contextlib.suppress(OSError):
-                    group = groups.get(os.stat(f"/proc/{entry}/ns/net").st_ino)
-                    if group is not None:
-                        (group / "cgroup.procs").write_text(entry)
-                        moved.add(int(entry))
-
-    thread = threading.Thread(target=scan, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
-@contextlib.contextmanager
-def testbed(n_hosts: int, seed: int, hosts: tuple[e2e.Host, ...]) -> Iterator[tuple[Any, Path]]:
-    """A testbed of ``n_hosts`` g4dn.8xlarge links at 1/50, the controller attached, quotas applied."""
+def testbed(n_hosts: int, seed: int) -> Iterator[tuple[Any, Path]]:
+    """A testbed of ``n_hosts`` g4dn.8xlarge links at 1/50 with the controller attached, and a folder."""
     name = e2e.RUN_NAME
     down(name)
     state = up(name, n_hosts, family_from_catalog(FAMILY), scale=e2e.SCALE, seed=seed, gpus_per_host=1)
     try:
         tb.attach_controller(name)
-        with quotas(state, hosts), tempfile.TemporaryDirectory(prefix="srifty-mhr-") as folder:
+        with tempfile.TemporaryDirectory(prefix="srifty-mhr-") as folder:
             yield state, Path(folder)
     finally:
         tb.detach_controller(name)
@@ -249,7 +227,7 @@ def measure_case(index: int, case: e2e.Case) -> dict[str, Any]:
         config=host_config(case), command=FAULT_JOB.command, env=FAULT_JOB.env, iterations=iterations,
         ckpt_every=iterations, heartbeat_timeout_s=FAULT_JOB.heartbeat_timeout_s, lease_s=FAULT_JOB.lease_s,
     )  # fmt: skip
-    with testbed(len(case.hosts), SEED + index, case.hosts) as (state, folder):
+    with testbed(len(case.hosts), SEED + index) as (state, folder):
         spec = write_spec(folder, iterations, case.hosts[-1])
         launcher = ["--launcher", "netns", "--testbed", e2e.RUN_NAME]
         before = cpu_seconds()
@@ -266,16 +244,20 @@ def measure_case(index: int, case: e2e.Case) -> dict[str, Any]:
            "measured_mean_s": statistics.fmean(intervals), "measured_median_s": statistics.median(intervals),
            "measured_std_s": statistics.stdev(intervals), "forward_median_s_by_rank": forward,
            "run_wall_s": run["wall_s"], "quota_cores": sum(h.quota for h in case.hosts),
-           "other_processes_cores": others}  # fmt: skip
+           "other_processes_cores": others, "quotas_by": "host file cpu="}  # fmt: skip
     print(f"measured {case.name}: mean {row['measured_mean_s'] * 1e3:.1f} ms over {len(intervals)}", flush=True)
     return row
 
 
 def run_faults() -> list[dict[str, Any]]:
-    """4 hosts of the slower type under each fault (one run per scenario)."""
+    """4 hosts of :data:`FAULT_HOST`'s type under each fault (one run per scenario). The slow fault's job gets
+    a deadline of :data:`SLOW_DEADLINE_FACTOR` times the uninterrupted run's finish, so that on schedule it is
+    met and a host slowed to :data:`SLOW_CORES` misses it (what makes srifty act on a slow host)."""
+    from srifty.runtime.cpu_quota import leftover_groups
+
     hosts = (FAULT_HOST,) * 4
     results: list[dict[str, Any]] = []
-    with testbed(4, SEED, hosts) as (state, folder):
+    with testbed(4, SEED) as (state, folder):
         spec = write_spec(folder, FAULT_JOB.iterations, FAULT_HOST)
         files = hostfile(state, hosts, folder)
         namespaces = list(tb.host_namespaces(state).values())
@@ -283,21 +265,37 @@ def run_faults() -> list[dict[str, Any]]:
         at = FAULT_JOB.fault_at
         scenarios = [("none", None, False), ("vanish", f"vanish@{at}:2", False)]
         scenarios += [("partition", f"partition@{at}:2", False), ("controller kill -9", None, True)]
+        scenarios += [("slow", f"slow@{at}:2:cpu={SLOW_CORES:g}", False)]
         baseline: dict[int, float] = {}
+        finish_s = None
         for number, (label, fault, kill) in enumerate(scenarios):
-            run = mh.run_scenario(f"f{number}", spec, files, folder, launcher, fault, kill, FAULT_JOB)
+            job, job_spec = FAULT_JOB, spec
+            if label == "slow" and finish_s is not None:
+                job = dataclasses.replace(FAULT_JOB, extra_args=("--window", f"{SLOW_WINDOW_S:g}"))
+                job_spec = write_spec(folder, FAULT_JOB.iterations, FAULT_HOST, SLOW_DEADLINE_FACTOR * finish_s)
+            groups_before = set(leftover_groups())
+            run = mh.run_scenario(f"f{number}", job_spec, files, folder, launcher, fault, kill, job)
             if label == "none":
                 baseline = {e["iteration"]: e["loss"] for e in run["timeline"] if e["event"] == "iteration"}
+                finish_s = next(e["time_s"] for e in run["timeline"] if e["event"] == "finished")
             time.sleep(FAULT_JOB.lease_s + 1)  # a partitioned host's workers end themselves within their lease
             left = mh._namespace_pids(namespaces, set()) + pids_marked(run["mark"])
+            left_groups = sorted(str(g) for g in set(leftover_groups()) - groups_before)
             losses = [[e["iteration"], e["loss"]] for e in run["timeline"] if e["event"] == "iteration"]
-            row = {"scenario": label, "repeat": 0, "leftovers": len(left),
-                   **mh.measure(run, baseline, FAULT_JOB.iterations), "wall_s": run["wall_s"],
-                   "losses": losses}  # fmt: skip
+            row = {"scenario": label, "repeat": 0, "leftovers": len(left) + len(left_groups),
+                   "leftover_quota_groups": left_groups, **mh.measure(run, baseline, FAULT_JOB.iterations),
+                   "wall_s": run["wall_s"], "losses": losses}  # fmt: skip
             if kill:
                 row["killed_at_worker_iteration"] = max(
                     (n for n, t in run["worker_iterations"] if t < run["killed_unix"]), default=None
                 )
+            if label == "slow":
+                row["deadline_s"] = SLOW_DEADLINE_FACTOR * finish_s if finish_s else None
+                row["finished_s"] = next(e["time_s"] for e in run["timeline"] if e["event"] == "finished")
+                row["slow_events"] = [e for e in run["timeline"] if e["event"] in ("inject_slow", "slow_host")]
+                row["decisions"] = [{k: d.get(k) for k in ("action", "reason", "config")} for d in run["decisions"]]
+            if label == "none":
+                row["finished_s"] = finish_s
             results.append(row)
             print(json.dumps(row), flush=True)
     return results

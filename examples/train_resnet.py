@@ -18,7 +18,6 @@ per rank, default 1). The model alone, for ``srifty profile``: ``PYTHONPATH=exam
 train_resnet:model --input-shape 3x64x64``.
 """
 
-import inspect
 import os
 import time
 import warnings
@@ -55,11 +54,6 @@ def batch(step: int, global_batch: int, image: int) -> tuple[torch.Tensor, torch
     return x, y
 
 
-def _reports_compute(reporter: RunReporter) -> bool:
-    """Whether this srifty's ``RunReporter.iteration_done`` takes ``compute_s`` (newer versions do)."""
-    return "compute_s" in inspect.signature(reporter.iteration_done).parameters
-
-
 def main() -> None:
     torch.set_num_threads(int(os.environ.get("TRAIN_RESNET_THREADS", "1")))
     image = int(os.environ.get("TRAIN_RESNET_IMAGE", "64"))
@@ -77,7 +71,6 @@ def main() -> None:
     total = int(os.environ["SRIFTY_ITERATIONS"])
     every = checkpoint_every()
     reporter = RunReporter()
-    with_compute = _reports_compute(reporter)
     lo, size = batch_offset(), rank_local_batch()
     if rank == 0:
         print(f"resuming at iteration {step}" if step else "starting at iteration 0", flush=True)
@@ -99,10 +92,7 @@ def main() -> None:
             f"iteration={step} rank={rank} time={time.time():.4f} loss={value:.5f} forward_s={forward_s:.4f}",
             flush=True,
         )
-        if with_compute:
-            reporter.iteration_done(step, value, compute_s=forward_s)  # type: ignore[call-arg]
-        else:
-            reporter.iteration_done(step, value)
+        reporter.iteration_done(step, value, compute_s=forward_s)
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
