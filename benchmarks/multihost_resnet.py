@@ -376,9 +376,45 @@ def _prediction_table(pred: dict[str, Any], meas: dict[str, Any] | None) -> list
             f"{pred['written_utc']}, before the first run started.",
         ]
     if meas:
+        how = meas["rows"][0].get("quotas_by", "the benchmark's /proc scan") if meas.get("rows") else "?"
+        out += ["", f"Quotas applied by: {how}."]
         out += ["", f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part predict` "
                 f"({meas['elapsed_s']:.0f} s). Machine: {meas['machine']}."]  # fmt: skip
     return out
+
+
+def _fault_notes(runs: list[dict[str, Any]]) -> list[str]:
+    """What the table cannot say: the controller kill's loss agreement over time, and the slow fault's story."""
+    notes = []
+    for run in runs:
+        if run["scenario"].startswith("controller kill") and run.get("max_loss_diff_first5") is not None:
+            notes.append(
+                f"- Controller kill: the workers had reached iteration {run.get('killed_at_worker_iteration')} "
+                f"when srifty was SIGKILLed; `--resume` continued from the checkpoint. The resumed losses match "
+                f"the uninterrupted run's within {run['max_loss_diff_first5']:.1e} over the first 5 iterations; "
+                f"the gap then grows to {run['max_loss_diff']:.1e} by the end: a fresh DDP starts with its initial "
+                "gradient buckets (the uninterrupted run had rebuilt them after its first iteration), so the "
+                "allreduce sums in another order and resnet18's training amplifies the last-bit differences."
+            )
+        if run["scenario"] == "slow":
+            events = run.get("slow_events", [])
+            found = next((e for e in events if e["event"] == "slow_host"), None)
+            decided = [d for d in run.get("decisions", []) if d["action"] not in ("start", "finish")]
+            deadline = run.get("deadline_s")
+            notes.append(
+                f"- Slow host: host 2's quota dropped to {SLOW_CORES:g} cores at iteration {FAULT_JOB.fault_at}; the "
+                f"job's deadline was {deadline:.0f} s ({SLOW_DEADLINE_FACTOR:g}x the uninterrupted run's "
+                f"{(deadline or 0) / SLOW_DEADLINE_FACTOR:.0f} s), throughput window {SLOW_WINDOW_S:g} s. "
+                + (
+                    f"srifty set it aside at iteration {found['iteration']} (its compute {found.get('ratio')}x the "
+                    "others'), "
+                    if found
+                    else "srifty did not single it out, "
+                )
+                + f"decisions: {'; '.join(d['action'] + ': ' + (d.get('reason') or '') for d in decided) or 'none'}; "
+                f"the run finished at {run.get('finished_s', 0):.0f} s."
+            )
+    return ["", *notes] if notes else []
 
 
 def render(saved: dict[str, Any]) -> str:
@@ -386,9 +422,13 @@ def render(saved: dict[str, Any]) -> str:
     out = [
         "**Emulated: 2-4 hosts as network namespaces on one machine, links tc-shaped to g4dn.8xlarge's rated "
         "bandwidth at 1/50; instance types emulated by CPU quotas (cgroup v1, `cpu.cfs_quota_us`) on every "
-        "process of a host's namespace (cores in the emulated type's name, `-q0.6` = 0.6 cores; the host file "
+        "process of a host's launch (cores in the emulated type's name, `-q0.6` = 0.6 cores; the host file "
         "writes the faster type as `g4dn.8xlarge` and the slower as `g4dn.4xlarge`, both one T4: the catalog "
-        "type only labels the host).** Real torchrun and gloo DDP between the hosts under "
+        "type only labels the host).** The quotas come from the host file's `cpu=` option, applied by "
+        "`srifty run` itself to every process of the host's launch from its start (runs marked *host file "
+        "cpu=*); runs before that option was on main applied them with this benchmark's own scan of /proc "
+        "(every 0.05 s, each new process of a host's namespace moved into its cgroup). "
+        "Real torchrun and gloo DDP between the hosts under "
         "`srifty run --hosts … --launcher netns`: `examples/train_resnet.py`, torchvision resnet18 (10 classes) "
         f"on {IMAGE}x{IMAGE} synthetic images, global batch {GLOBAL_BATCH}, one rank per host, one torch thread "
         "per rank, `broadcast_buffers=False`.",
@@ -439,6 +479,7 @@ def render(saved: dict[str, Any]) -> str:
             "",
             mh._table(faults["runs"], faults["elapsed_s"], faults["machine"]).split("\n\n")[1],
             "",
+            *_fault_notes(faults["runs"]),
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part faults` "
             f"({faults['elapsed_s']:.0f} s). Machine: {faults['machine']}.",
         ]
