@@ -171,6 +171,7 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
     first_after = next((e for e in iterations if relaunch_s is not None and e["time_s"] > relaunch_s), None)
     rollbacks = [e["from_iteration"] - e["to_iteration"] for e in timeline if e["event"] == "rollback"]
     resume = next((d for d in run["decisions"] if d["action"] == "resume"), None)
+    printed: list[int] = []
     if resume is not None:
         # the killed controller recorded progress only up to its last save; the workers ran on until the kill:
         # count from their own per-iteration lines (rank 0), else from what the controller had recorded
@@ -178,6 +179,7 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
         printed = [n for n, t in run.get("worker_iterations", []) if killed is not None and t < killed]
         last_seen = max(printed, default=max((e["iteration"] for e in iterations if e["time_s"] < fault_s), default=0))
         rollbacks.append(max(0, last_seen - resume["iteration"]))
+    counted_from = ("workers" if printed else "controller") if resume is not None else None
     after = [e for e in iterations if relaunch_s is not None and e["time_s"] > relaunch_s]
     before = [e for e in iterations if fault_s is not None and e["time_s"] <= fault_s]
     same_world = len(launches) > 1 and launches[-1]["config"] == launches[0]["config"]
@@ -193,6 +195,7 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
         "all_iterations_done": done >= set(range(min(done), iterations_total + 1)),
         "max_loss_diff": max(diffs) if diffs else None,
         "max_loss_diff_first5": max(first) if first else None,
+        "kill_lost_counted_from": counted_from,
         "loss_first": statistics.fmean(e["loss"] for e in iterations[:5]),
         "loss_before": statistics.fmean(e["loss"] for e in before[-5:]) if before else None,
         "loss_after": statistics.fmean(e["loss"] for e in after[:5]) if after else None,
@@ -298,6 +301,16 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             f"{' → '.join(rows[0]['configs'])} |"
         )
     runs = max(Counter(r["scenario"] for r in results).values())
+    if any(r.get("kill_lost_counted_from") == "workers" for r in results):
+        kill_count = (
+            "for the controller kill, from the highest iteration rank 0 printed in its host's log before the "
+            "SIGKILL, the workers' own record, down to the checkpoint `--resume` continued from"
+        )
+    else:
+        kill_count = (
+            "for the controller kill, what the killed controller had recorded, which ends at its last checkpoint, "
+            "so it undercounts: the workers ran about 0.4 s, some 8 iterations, past it before the kill"
+        )
     return "\n".join(
         [
             "**Network testbed: 4 hosts as network namespaces on one machine (emulated g4dn.xlarge links, tc-shaped; "
@@ -309,9 +322,8 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             "lost (a vanished host: its launch killed or its ssh connection lost; a partition: its heartbeats "
             "stop while the others' arrive). Recovery: fault to the first iteration after the relaunch (for the "
             "controller kill: SIGKILL to the first iteration under `srifty run --resume`, started at once). "
-            "Iterations lost: rolled back to the last checkpoint (one entry per run; for the controller kill, what "
-            "the killed controller had recorded, which ends at its last checkpoint, so it undercounts: the workers "
-            "ran about 0.4 s, some 8 iterations, past it before the kill). Loss: rank 0's loss, mean of "
+            f"Iterations lost: rolled back to the last checkpoint (one entry per run; {kill_count}). Loss: rank 0's "
+            "loss, mean of "
             "the first 5 iterations, the last 5 before the fault and the first 5 after the relaunch (medians over "
             "runs; continuity means no jump back towards the start; rank 0 reports its own slice, so a smaller "
             "world's loss is over more samples). Δloss: on the same world size only (the controller kill), the "
@@ -321,8 +333,8 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             "",
             *lines,
             "",
-            "Not measured here (yet): a real model (resnet18), the slow-host fault, and `srifty simulate`'s "
-            "prediction against the measured multi-host iteration time; see docs/architecture.md."
+            "A real model (resnet18), the slow-host fault and the predicted against measured multi-host iteration "
+            'time: section "Multi-host iteration-time prediction and faults with resnet18 (testbed)".'
             + (f" This table is {note}." if note else ""),
             "",
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost --repeats {runs}` "
