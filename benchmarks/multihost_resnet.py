@@ -34,6 +34,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -43,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from benchmarks import end_to_end as e2e
@@ -301,9 +303,50 @@ def run_faults() -> list[dict[str, Any]]:
     return results
 
 
+#: The comm diagnostic: resnet18's DDP buckets (bytes, from the profile's bucket map), timed repetitions.
+COMM_REPS = 6
+
+
+def run_comm(guard: Any) -> list[dict[str, Any]]:
+    """Allreduces of resnet18's gradient buckets alone between 2, 3 and 4 testbed hosts, each host without a
+    quota and under the slower type's, against the bandwidth model's prediction (a diagnostic: is the
+    communication of a quota-limited host as fast as the model, fitted on unlimited probes, says?)."""
+    from srifty.sim.netquery import feature_frame
+
+    profile = load_profile(e2e.profile_path(CASES[2], SLOW, PROFILES))
+    buckets = [int(b.size_bytes) for b in profile.buckets]
+    if not buckets:
+        raise RuntimeError("the profile has no bucket map")
+    net = e2e.ScaledBandwidth(load_default_model(), e2e.SCALE)
+    out = Path(tempfile.mkdtemp(prefix="srifty-mhr-comm-"))
+    rows = []
+    try:
+        for n_hosts in (2, 3, 4):
+            case = e2e.Case(f"allreduce {n_hosts} hosts", MODEL, FAMILY, (SLOW,) * n_hosts)
+            instance = e2e.emulated_type(case, SLOW)
+            sizes = np.array(buckets, dtype=float)
+            busbw = np.asarray(net.predict_busbw_bytes_per_s(feature_frame([(sizes, n_hosts, n_hosts, instance)])))
+            predicted = float(np.sum(sizes * 2 * (n_hosts - 1) / n_hosts / busbw))
+            for quota in (None, SLOW.quota):
+                cores = 2.0 if quota is None else quota  # 2 cores: the whole machine, no cap
+                groups = [e2e.make_cgroup(f"comm{j}", cores) for j in range(n_hosts)]
+                times = e2e.run_ddp(case, groups, SEED + n_hosts, 2, COMM_REPS, out, guard,
+                                    worker="benchmarks.allreduce_worker",
+                                    extra_env={"AR_BUCKETS": ",".join(map(str, buckets))})  # fmt: skip
+                row = {"hosts": n_hosts, "quota_cores": quota, "measured_s": statistics.median(times),
+                       "predicted_s": predicted, "bucket_bytes": buckets}  # fmt: skip
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--part", choices=["predict", "faults"], help="predict and measure 2/3/4 hosts, or faults")
+    parser.add_argument(
+        "--part", choices=["predict", "faults", "comm"], help="predict and measure 2/3/4 hosts, faults, or comm"
+    )
     parser.add_argument("--remeasure", action="store_true", help="profile again even if this machine's exist")
     parser.add_argument("--from-results", action="store_true", help="only re-render the BENCHMARKS.md section")
     args = parser.parse_args()
@@ -324,12 +367,19 @@ def main() -> None:
                 rows = [measure_case(i, case) for i, case in enumerate(CASES)]
                 saved["measurements"] = {"rows": rows, "machine": machine_description(),
                                          "elapsed_s": time.perf_counter() - started}  # fmt: skip
+            elif args.part == "comm":
+                saved["comm"] = {"rows": run_comm(guard), "machine": machine_description(),
+                                 "elapsed_s": time.perf_counter() - started}  # fmt: skip
             else:
                 rows = run_faults()
                 saved["faults"] = {"runs": rows, "machine": machine_description(),
                                    "elapsed_s": time.perf_counter() - started}  # fmt: skip
         atomic_write_text(RESULTS, json.dumps(saved, indent=1) + "\n")
     write_section(SECTION, render(saved))
+
+
+def _cap(cores: float | None) -> str:
+    return "none" if cores is None else f"{cores:g} cores"
 
 
 def _pct(predicted: float, measured: float) -> float:
@@ -461,6 +511,30 @@ def render(saved: dict[str, Any]) -> str:
             "",
             "For comparison: the single-machine end-to-end benchmark measured 9.8% MAPE (APM 11.6%) before "
             "issue 15; the paper reports 8.3% (APM 24%).",
+        ]
+    comm = saved.get("comm")
+    if comm:
+        out += [
+            "",
+            "Diagnostic, communication alone: gloo allreduces of resnet18's three DDP buckets ("
+            + " + ".join(f"{b / 1e6:.1f}" for b in comm["rows"][0]["bucket_bytes"])
+            + " MB, from the profile's "
+            "bucket map), one after the other, between testbed hosts with no CPU cap and with each host capped "
+            f"at the slower type's {SLOW.quota:g} cores, against the embedded bandwidth model's prediction "
+            f"(the model that srifty's simulator uses above). Median of {COMM_REPS} repetitions after 2 warm-up "
+            "ones, rank 0.",
+            "",
+            "| hosts | CPU cap | measured (ms) | bandwidth model (ms) | model error |",
+            "|---|---|---|---|---|",
+            *(
+                f"| {r['hosts']} | {_cap(r['quota_cores'])} "
+                f"| {r['measured_s'] * 1e3:.0f} | {r['predicted_s'] * 1e3:.0f} | "
+                f"{_pct(r['predicted_s'], r['measured_s']):+.1f}% |"
+                for r in comm["rows"]
+            ),
+            "",
+            f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part comm` "
+            f"({comm['elapsed_s']:.0f} s). Machine: {comm['machine']}.",
         ]
     faults = saved.get("faults")
     if faults:
