@@ -27,7 +27,7 @@ def main() -> None:
             dist.all_reduce(bucket)
         times.append(time.perf_counter() - started)
     if dist.get_rank() == 0:
-        with open(os.environ["AR_OUT"], "w") as handle:
+        with open(os.environ["E2E_OUT"], "w") as handle:
             json.dump({"iter_s": times[warmup:]}, handle)
     dist.barrier()
     dist.destroy_process_group()
