@@ -165,7 +165,12 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
         fault_s = run["killed_unix"] - run["run_started_unix"]
     else:
         fault_s = fault["time_s"] if fault else None
-    lost = next((e for e in timeline if e["event"] in ("host_lost", "slow_host")), None)
+    # detection: the host declared lost; for a slow host, the first thing srifty did about it (set it aside, or
+    # re-plan or keep because the window's projection missed the deadline)
+    acted = (
+        ("host_lost", "slow_host", "switch", "keep") if fault and fault["event"] == "inject_slow" else ("host_lost",)
+    )
+    lost = next((e for e in timeline if e["event"] in acted and (fault_s is None or e["time_s"] >= fault_s)), None)
     launches = [e for e in timeline if e["event"] == "launch"]
     relaunch_s = launches[-1]["time_s"] if len(launches) > 1 else None
     first_after = next((e for e in iterations if relaunch_s is not None and e["time_s"] > relaunch_s), None)
@@ -186,7 +191,9 @@ def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: i
     # rank 0 reports the loss of its own slice: comparable with the uninterrupted run on the same world only
     diffs = [abs(e["loss"] - baseline[e["iteration"]]) for e in after if e["iteration"] in baseline and same_world]
     first = [abs(e["loss"] - baseline[e["iteration"]]) for e in after[:5] if e["iteration"] in baseline and same_world]
-    done = {e["iteration"] for e in iterations}
+    # what was done: the controller's record, and rank 0's own lines (a killed controller never recorded the
+    # iterations after its last save, which the workers did and the resumed run does not redo)
+    done = {e["iteration"] for e in iterations} | {n for n, _ in run.get("worker_iterations", [])}
     return {
         "detection_s": (lost["time_s"] - fault_s) if lost and fault_s is not None else None,
         "recovery_s": (first_after["time_s"] - fault_s) if first_after and fault_s is not None else None,

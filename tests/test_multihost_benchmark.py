@@ -19,7 +19,8 @@ def _run(tmp_path: Path, killed_unix: float) -> dict:  # type: ignore[type-arg]
     (hosts / "10.0.0.1.log").write_text("--- launch a node 0\n" + first + "--- launch b node 0\n" + again)
     (hosts / "10.0.0.2.log").write_text("iteration=3 rank=1 time=1003.5 loss=0.5\n")  # not rank 0: ignored
     timeline = [{"time_s": 0.0, "iteration": 0, "event": "launch", "config": "4xa@8"}]
-    timeline += [{"time_s": float(i), "iteration": i, "event": "iteration", "loss": 1.0 / i} for i in range(1, 21)]
+    # the killed controller's timeline ends before iteration 20 (saved at the checkpoint notice), which the workers did
+    timeline += [{"time_s": float(i), "iteration": i, "event": "iteration", "loss": 1.0 / i} for i in range(1, 20)]
     timeline += [{"time_s": 990.0, "iteration": 20, "event": "launch", "config": "4xa@8"}]
     timeline += [{"time_s": 1000.0 + i, "iteration": i, "event": "iteration", "loss": 1.0 / i} for i in range(21, 41)]
     return {
@@ -44,7 +45,7 @@ def test_iterations_lost_after_a_controller_kill_count_what_the_workers_reached(
     measured = mh.measure(run, baseline, iterations_total=40)
     assert measured["iterations_lost"] == 3  # 23 reached, resumed from 20: not 0 as the controller's record says
     assert measured["kill_lost_counted_from"] == "workers"
-    assert measured["final_iteration"] == 40 and measured["all_iterations_done"]
+    assert measured["final_iteration"] == 40 and measured["all_iterations_done"]  # 20 from the workers' lines
     assert measured["max_loss_diff"] == 0.0 and measured["max_loss_diff_first5"] == 0.0
 
 
@@ -52,6 +53,19 @@ def test_without_worker_lines_the_kill_is_counted_from_the_controllers_record(tm
     run = {**_run(tmp_path, killed_unix=1023.9), "worker_iterations": []}
     measured = mh.measure(run, {}, iterations_total=40)
     assert measured["kill_lost_counted_from"] == "controller"
+    assert not measured["all_iterations_done"]  # without the workers' lines nothing says 20 was done
+
+
+def test_a_slow_host_is_detected_by_the_first_thing_srifty_does_about_it() -> None:
+    timeline = [{"time_s": 0.0, "iteration": 0, "event": "launch", "config": "4xa@8"}]
+    timeline += [{"time_s": float(i), "iteration": i, "event": "iteration", "loss": 1.0} for i in range(1, 31)]
+    timeline.insert(26, {"time_s": 25.0, "iteration": 25, "event": "inject_slow", "host": "h2"})
+    timeline += [{"time_s": 33.5, "iteration": 30, "event": "switch", "config": "1xa@32"}]
+    timeline += [{"time_s": 34.0, "iteration": 30, "event": "launch", "config": "1xa@32"}]
+    timeline += [{"time_s": 30.0 + i, "iteration": i, "event": "iteration", "loss": 1.0} for i in range(31, 41)]
+    run = {"timeline": timeline, "decisions": [], "run_started_unix": 0.0, "killed_unix": None}
+    measured = mh.measure(run, {}, iterations_total=40)
+    assert measured["detection_s"] == 8.5 and measured["recovery_s"] == 36.0
 
 
 def test_prediction_table_reports_mape_against_the_goal() -> None:
