@@ -468,7 +468,25 @@ def _fault_notes(runs: list[dict[str, Any]]) -> list[str]:
                 + f"decisions: {'; '.join(d['action'] + ': ' + (d.get('reason') or '') for d in decided) or 'none'}; "
                 f"the run finished at {run.get('finished_s', 0):.0f} s."
             )
-    return ["", *notes] if notes else []
+    return [*notes, ""] if notes else []
+
+
+def _earlier_faults(earlier: list[dict[str, Any]]) -> list[str]:
+    """One line per earlier faults run kept in the results: what differed."""
+    lines = []
+    for number, run in enumerate(earlier, start=1):
+        slow = next((r for r in run["runs"] if r["scenario"] == "slow"), None)
+        left = [
+            f"{r['scenario']}: {r['leftovers']} ({len(r.get('leftover_quota_groups', []))} of them the killed "
+            "controller's CPU-quota groups, which `--resume` now removes)"
+            for r in run["runs"]
+            if r["leftovers"]
+        ]
+        what = [f"leftovers {'; '.join(left)}" if left else "no leftovers"]
+        if slow is not None:
+            what.append(f"slow fault decisions {[d['action'] for d in slow.get('decisions', [])]}")
+        lines.append(f"- Earlier faults run {number} ({run['machine'].rsplit(', ', 1)[-1]}): " + "; ".join(what) + ".")
+    return ["Earlier faults runs (raw rows in the results file):", "", *lines, ""] if lines else []
 
 
 def render(saved: dict[str, Any]) -> str:
@@ -558,6 +576,7 @@ def render(saved: dict[str, Any]) -> str:
             mh._table(faults["runs"], faults["elapsed_s"], faults["machine"]).split("\n\n")[1],
             "",
             *_fault_notes(faults["runs"]),
+            *_earlier_faults(saved.get("earlier_faults", [])),
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part faults` "
             f"({faults['elapsed_s']:.0f} s). Machine: {faults['machine']}.",
         ]
