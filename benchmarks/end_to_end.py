@@ -78,6 +78,8 @@ class Case:
     hosts: tuple[Host, ...]
     image_size: int = 0
     seq_len: int = 128
+    #: More ``srifty profile`` arguments (``--input-shape`` for a ``module:function`` model).
+    profile_args: tuple[str, ...] = ()
 
 
 CASES = [
@@ -154,6 +156,7 @@ def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: Process
             "--seq-len", str(case.seq_len), "--out", str(path)]  # fmt: skip
     if case.image_size:
         args += ["--image-size", str(case.image_size)]
+    args += case.profile_args
     proc = guard.popen(args, stdout=subprocess.DEVNULL, preexec_fn=joining(cgroup), start_new_session=True)
     if proc.wait() != 0:
         raise RuntimeError(f"{case.name}: `{' '.join(args[2:])}` failed with exit code {proc.returncode}")
@@ -161,9 +164,18 @@ def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: Process
 
 
 def run_ddp(
-    case: Case, cgroups: list[Path], seed: int, warmup: int, iters: int, out: Path, guard: ProcessGuard
+    case: Case,
+    cgroups: list[Path],
+    seed: int,
+    warmup: int,
+    iters: int,
+    out: Path,
+    guard: ProcessGuard,
+    worker: str = "benchmarks.e2e_worker",
+    extra_env: dict[str, str] | None = None,
 ) -> list[float]:
-    """Real DDP training across testbed hosts; returns rank 0's timed iteration times (s)."""
+    """Real DDP training across testbed hosts (or another ``worker`` module, given ``extra_env``); returns
+    rank 0's timed iteration times (s)."""
     family = family_from_catalog(case.family)
     name = RUN_NAME
     down(name)
@@ -183,6 +195,7 @@ def run_ddp(
         "E2E_CGROUPS": "",
         "SRIFTY_RANK_BATCHES": ",".join(str(h.batch) for h in case.hosts),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+        **(extra_env or {}),
     }
     procs = []
     try:
@@ -206,7 +219,7 @@ def run_ddp(
                 "--master-port",
                 str(port),
                 "-m",
-                "benchmarks.e2e_worker",
+                worker,
             ]
             # Join the host's cgroup before entering the namespace: `ip netns exec` remounts /sys, hiding the
             # cgroup tree from the worker. torchrun and its worker inherit the membership.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,38 @@ CKPT_EVERY = 20
 FAULT_AT = 70
 PACE_S = "0.05"
 RESULTS = ROOT / "benchmarks" / "results" / "multihost.json"
+#: The line each training example prints per iteration on rank 0 (the workers' own record of their progress).
+ITERATION_LINE = re.compile(r"^iteration=(\d+) rank=0 time=([\d.]+)", re.M)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one scenario runs: the configuration, the training command and how the run is watched."""
+
+    config: str = "4xg4dn.xlarge@16"
+    command: tuple[str, ...] = ("python", "examples/train_tiny.py")
+    env: dict[str, str] = field(default_factory=lambda: {"TRAIN_TINY_STEP_S": PACE_S})
+    iterations: int = ITERATIONS
+    ckpt_every: int = CKPT_EVERY
+    fault_at: int = FAULT_AT
+    heartbeat_timeout_s: float = 3.0
+    lease_s: float = 8.0
+    #: After the checkpoint before ``fault_at``, how long the controller kill waits (the workers run on).
+    kill_after_s: float = 0.4
+    #: More ``srifty run`` arguments (``--window``).
+    extra_args: tuple[str, ...] = ()
+
+
+TINY = Job()
+
+
+def worker_iterations(run_dir: Path) -> list[tuple[int, float]]:
+    """``(iteration, unix time)`` of every iteration rank 0 printed in the hosts' logs, in the order found."""
+    found = []
+    for log in sorted((run_dir / "hosts").glob("*.log")):
+        text = log.read_text(encoding="utf-8", errors="replace")
+        found += [(int(n), float(t)) for n, t in ITERATION_LINE.findall(text)]
+    return found
 
 
 def _spec(folder: Path) -> Path:
@@ -70,16 +104,25 @@ def _srifty_run(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]
 
 
 def run_scenario(
-    name: str, spec: Path, hostfile: Path, folder: Path, launcher: list[str], fault: str | None, kill: bool
+    name: str,
+    spec: Path,
+    hostfile: Path,
+    folder: Path,
+    launcher: list[str],
+    fault: str | None,
+    kill: bool,
+    job: Job = TINY,
 ) -> dict[str, Any]:
     """One run; returns its timeline, decisions and wall times."""
     run_dir = folder / name
-    env = {**os.environ, "TRAIN_TINY_STEP_S": PACE_S}
-    args = [str(spec), "--hosts", str(hostfile), *launcher, "--config", "4xg4dn.xlarge@16", "--run-dir", str(run_dir)]
-    args += ["--ckpt-every", str(CKPT_EVERY), "--heartbeat-timeout", "3", "--lease", "8"]
-    args += ["--forward-env", "TRAIN_TINY_STEP_S"] + (["--fault", fault] if fault else [])
+    env = {**os.environ, **job.env}
+    args = [str(spec), "--hosts", str(hostfile), *launcher, "--config", job.config, "--run-dir", str(run_dir)]
+    args += ["--ckpt-every", str(job.ckpt_every), "--heartbeat-timeout", f"{job.heartbeat_timeout_s:g}"]
+    args += ["--lease", f"{job.lease_s:g}", *(x for var in job.env for x in ("--forward-env", var))]
+    args += ["--fault", fault] if fault else []
+    args += job.extra_args
     started = time.time()
-    proc = _srifty_run([*args, "--", "python", "examples/train_tiny.py"], env)
+    proc = _srifty_run([*args, "--", *job.command], env)
     killed_at = None
     if kill:
         deadline = time.monotonic() + 300
@@ -88,10 +131,10 @@ def run_scenario(
                 step = json.loads((run_dir / "run.json").read_text()).get("checkpoint_step") or 0
             except (OSError, ValueError):
                 step = 0
-            if step >= FAULT_AT - FAULT_AT % CKPT_EVERY:
+            if step >= job.fault_at - job.fault_at % job.ckpt_every:
                 break
             time.sleep(0.05)
-        time.sleep(0.4)  # a few iterations past the checkpoint
+        time.sleep(job.kill_after_s)  # a few iterations past the checkpoint
         killed_at = time.time()
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
@@ -109,10 +152,11 @@ def run_scenario(
         "killed_unix": killed_at,
         "mark": state["mark"],
         "wall_s": time.time() - started,
+        "worker_iterations": worker_iterations(run_dir),
     }
 
 
-def measure(run: dict[str, Any], baseline: dict[int, float]) -> dict[str, Any]:
+def measure(run: dict[str, Any], baseline: dict[int, float], iterations_total: int = ITERATIONS) -> dict[str, Any]:
     """Detection, recovery, iterations lost, final count, loss agreement with the uninterrupted run."""
     timeline = run["timeline"]
     iterations = [e for e in timeline if e["event"] == "iteration"]
@@ -121,28 +165,44 @@ def measure(run: dict[str, Any], baseline: dict[int, float]) -> dict[str, Any]:
         fault_s = run["killed_unix"] - run["run_started_unix"]
     else:
         fault_s = fault["time_s"] if fault else None
-    lost = next((e for e in timeline if e["event"] == "host_lost"), None)
+    # detection: the host declared lost; for a slow host, the first thing srifty did about it (set it aside, or
+    # re-plan or keep because the window's projection missed the deadline)
+    acted = (
+        ("host_lost", "slow_host", "switch", "keep") if fault and fault["event"] == "inject_slow" else ("host_lost",)
+    )
+    lost = next((e for e in timeline if e["event"] in acted and (fault_s is None or e["time_s"] >= fault_s)), None)
     launches = [e for e in timeline if e["event"] == "launch"]
     relaunch_s = launches[-1]["time_s"] if len(launches) > 1 else None
     first_after = next((e for e in iterations if relaunch_s is not None and e["time_s"] > relaunch_s), None)
     rollbacks = [e["from_iteration"] - e["to_iteration"] for e in timeline if e["event"] == "rollback"]
     resume = next((d for d in run["decisions"] if d["action"] == "resume"), None)
-    if resume is not None:  # the killed controller's last progress is not in its timeline: count from the log
-        last_seen = max((e["iteration"] for e in iterations if e["time_s"] < fault_s), default=0)
+    printed: list[int] = []
+    if resume is not None:
+        # the killed controller recorded progress only up to its last save; the workers ran on until the kill:
+        # count from their own per-iteration lines (rank 0), else from what the controller had recorded
+        killed = run["killed_unix"]
+        printed = [n for n, t in run.get("worker_iterations", []) if killed is not None and t < killed]
+        last_seen = max(printed, default=max((e["iteration"] for e in iterations if e["time_s"] < fault_s), default=0))
         rollbacks.append(max(0, last_seen - resume["iteration"]))
+    counted_from = ("workers" if printed else "controller") if resume is not None else None
     after = [e for e in iterations if relaunch_s is not None and e["time_s"] > relaunch_s]
     before = [e for e in iterations if fault_s is not None and e["time_s"] <= fault_s]
     same_world = len(launches) > 1 and launches[-1]["config"] == launches[0]["config"]
     # rank 0 reports the loss of its own slice: comparable with the uninterrupted run on the same world only
     diffs = [abs(e["loss"] - baseline[e["iteration"]]) for e in after if e["iteration"] in baseline and same_world]
-    done = {e["iteration"] for e in iterations}
+    first = [abs(e["loss"] - baseline[e["iteration"]]) for e in after[:5] if e["iteration"] in baseline and same_world]
+    # what was done: the controller's record, and rank 0's own lines (a killed controller never recorded the
+    # iterations after its last save, which the workers did and the resumed run does not redo)
+    done = {e["iteration"] for e in iterations} | {n for n, _ in run.get("worker_iterations", [])}
     return {
         "detection_s": (lost["time_s"] - fault_s) if lost and fault_s is not None else None,
         "recovery_s": (first_after["time_s"] - fault_s) if first_after and fault_s is not None else None,
         "iterations_lost": sum(rollbacks),
         "final_iteration": max(done),
-        "all_iterations_done": done >= set(range(min(done), ITERATIONS + 1)),
+        "all_iterations_done": done >= set(range(min(done), iterations_total + 1)),
         "max_loss_diff": max(diffs) if diffs else None,
+        "max_loss_diff_first5": max(first) if first else None,
+        "kill_lost_counted_from": counted_from,
         "loss_first": statistics.fmean(e["loss"] for e in iterations[:5]),
         "loss_before": statistics.fmean(e["loss"] for e in before[-5:]) if before else None,
         "loss_after": statistics.fmean(e["loss"] for e in after[:5]) if after else None,
@@ -248,6 +308,16 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             f"{' → '.join(rows[0]['configs'])} |"
         )
     runs = max(Counter(r["scenario"] for r in results).values())
+    if any(r.get("kill_lost_counted_from") == "workers" for r in results):
+        kill_count = (
+            "for the controller kill, from the highest iteration rank 0 printed in its host's log before the "
+            "SIGKILL, the workers' own record, down to the checkpoint `--resume` continued from"
+        )
+    else:
+        kill_count = (
+            "for the controller kill, what the killed controller had recorded, which ends at its last checkpoint, "
+            "so it undercounts: the workers ran about 0.4 s, some 8 iterations, past it before the kill"
+        )
     return "\n".join(
         [
             "**Network testbed: 4 hosts as network namespaces on one machine (emulated g4dn.xlarge links, tc-shaped; "
@@ -259,9 +329,8 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             "lost (a vanished host: its launch killed or its ssh connection lost; a partition: its heartbeats "
             "stop while the others' arrive). Recovery: fault to the first iteration after the relaunch (for the "
             "controller kill: SIGKILL to the first iteration under `srifty run --resume`, started at once). "
-            "Iterations lost: rolled back to the last checkpoint (one entry per run; for the controller kill, what "
-            "the killed controller had recorded, which ends at its last checkpoint, so it undercounts: the workers "
-            "ran about 0.4 s, some 8 iterations, past it before the kill). Loss: rank 0's loss, mean of "
+            f"Iterations lost: rolled back to the last checkpoint (one entry per run; {kill_count}). Loss: rank 0's "
+            "loss, mean of "
             "the first 5 iterations, the last 5 before the fault and the first 5 after the relaunch (medians over "
             "runs; continuity means no jump back towards the start; rank 0 reports its own slice, so a smaller "
             "world's loss is over more samples). Δloss: on the same world size only (the controller kill), the "
@@ -271,8 +340,8 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             "",
             *lines,
             "",
-            "Not measured here (yet): a real model (resnet18), the slow-host fault, and `srifty simulate`'s "
-            "prediction against the measured multi-host iteration time; see docs/architecture.md."
+            "A real model (resnet18), the slow-host fault and the predicted against measured multi-host iteration "
+            'time: section "Multi-host iteration-time prediction and faults with resnet18 (testbed)".'
             + (f" This table is {note}." if note else ""),
             "",
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost --repeats {runs}` "

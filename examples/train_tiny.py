@@ -77,6 +77,8 @@ def main() -> None:
         step += 1
         if step % every == 0 or step == total:
             save_checkpoint(ckpt_dir, step, model, optimizer)
+        if rank == 0:  # the workers' own record of how far they got (benchmarks/multihost.py reads it)
+            print(f"iteration={step} rank=0 time={time.time():.4f} loss={loss.item():.5f}", flush=True)
         reporter.iteration_done(step, loss.item(), compute_s=compute_s)
     dist.barrier()
     dist.destroy_process_group()

@@ -176,7 +176,14 @@ def test_a_training_script_error_stops_the_run_and_names_the_host(spec_path: Pat
 def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decision(
     spec_path: Path, tmp_path: Path
 ) -> None:
+    """Also, where CPU quotas can be set, the killed controller's quota group (host 2 has cpu=) is removed by the
+    resumed one, which does not know it by its own mark."""
+    from srifty.runtime.cpu_quota import leftover_groups, unavailable
+
     hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])
+    if unavailable() is None:
+        hosts.write_text(hosts.read_text().replace("127.0.0.2 g4dn.xlarge spot", "127.0.0.2 g4dn.xlarge spot cpu=2"))
+    before = set(leftover_groups())
     run_dir = tmp_path / "run"
     srifty = [sys.executable, "-m", "srifty.cli.main", "run"]
     options = ["--launcher", "local", "--heartbeat-timeout", "5", "--lease", "10", "--ckpt-every", "10"]
@@ -207,6 +214,7 @@ def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decis
     assert {e["iteration"] for e in timeline if e["event"] == "iteration"} >= set(range(decisions[1].iteration + 1, 61))
     again = subprocess.run([*srifty, "--resume", str(run_dir)], capture_output=True, text=True, timeout=60)
     assert again.returncode == 2 and "already finished" in again.stderr
+    assert set(leftover_groups()) == before
 
 
 def test_a_controller_killed_during_a_partition_leaves_no_stopped_worker(spec_path: Path, tmp_path: Path) -> None:

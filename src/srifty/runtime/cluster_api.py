@@ -28,7 +28,7 @@ from srifty.runtime.cluster import (
     inject_locally,
 )
 from srifty.runtime.controller import Controller
-from srifty.runtime.cpu_quota import unavailable
+from srifty.runtime.cpu_quota import remove_groups_of, unavailable
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.hosts import Host, assign_hosts, inventory, load_hostfile, parse_hostfile
 from srifty.runtime.launchers import Launcher
@@ -292,6 +292,8 @@ def resume_cluster_job(
     cloud, region = host_area(spec)
     hosts = parse_hostfile(state["hostfile_text"], region, cloud, source=f"{out}/run.json host file")
     ended = [describe(p) for p in end_leftovers(state["mark"])]
+    for left in remove_groups_of(str(state["mark"]).removeprefix("SRIFTY_OWNER_")):
+        report(f"could not remove the killed controller's CPU-quota group {left}")
     for host in hosts:
         if host.address in state["launch_hosts"] and host.address not in state["lost"]:
             why = launcher.end_remote(host, state["mark"], 15.0)

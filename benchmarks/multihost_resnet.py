@@ -1,0 +1,587 @@
+"""A real model (resnet18) under ``srifty run --hosts`` on the network testbed: predicted against measured
+iteration time on 2, 3 (heterogeneous) and 4 hosts, beside APM; then each fault on 4 hosts.
+
+``examples/train_resnet.py`` (torchvision resnet18, 10 classes, 64x64 synthetic images, gloo DDP with
+``broadcast_buffers=False``) runs under ``srifty run SPEC --hosts HOSTFILE --launcher netns --testbed NAME``:
+one torchrun per testbed host (a network namespace), links tc-shaped to g4dn.8xlarge's rated bandwidth at
+1/50 (an emulation of cloud links on one machine). Two emulated instance types differ by a CPU quota (cgroup
+v1 ``cpu.cfs_quota_us``) applied to every process of a host's launch: 0.9 cores (local batch 16) and 0.45
+cores (local batch 8). In the host file they are written as the catalog types g4dn.8xlarge and g4dn.4xlarge
+(both 1 T4; the catalog type only labels the host, the quota and the testbed link are what the run gets).
+
+``--part predict`` (about 6 min): profiles the model with ``srifty profile`` under each type's quota, predicts
+each configuration's mean iteration time with srifty's simulator and with APM (the end-to-end benchmark's
+machinery, :mod:`benchmarks.end_to_end`: the embedded bandwidth model divided by the emulation scale), and
+**saves the predictions with a timestamp before any run starts**; then runs each configuration and measures
+its iteration time from rank 0's own per-iteration timestamps (the intervals after ``WARMUP`` iterations, the
+last one left out since it writes a checkpoint).
+
+``--part faults`` (about 8 min): 4 hosts of the 0.45-core type, no fault, a host vanishing, a partition and
+the controller killed with SIGKILL then ``srifty run --resume``; the figures of :mod:`benchmarks.multihost`.
+
+Needs root, iproute2 and cgroup v1's cpu controller. Run each part under the CPU lock:
+``flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part predict`` (then ``--part faults``).
+Writes ``benchmarks/results/multihost_resnet.json`` and the BENCHMARKS.md section "Multi-host iteration-time
+prediction and faults with resnet18 (testbed)"; ``--from-results`` re-renders the section only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import itertools
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from benchmarks import end_to_end as e2e
+from benchmarks import multihost as mh
+from benchmarks.common import ROOT, machine_description, write_section
+from srifty.artifacts import atomic_write_text
+from srifty.compute import load_profile
+from srifty.compute.provenance import check_one_machine
+from srifty.network import load_default_model, load_default_probes
+from srifty.network.testbed import down, family_from_catalog, up
+from srifty.network.testbed import hosts as tb
+from srifty.plan.methods.alpha_beta import AlphaBetaModel
+from srifty.processes import pids_marked
+
+SECTION = "Multi-host iteration-time prediction and faults with resnet18 (testbed)"
+RESULTS = ROOT / "benchmarks" / "results" / "multihost_resnet.json"
+PROFILES = ROOT / "benchmarks" / "results" / "multihost_resnet_profiles"
+IMAGE = 64
+FAMILY = "g4dn.8xlarge"
+MODEL = "train_resnet:model"
+GLOBAL_BATCH = 32
+#: The two emulated types: 1.2 cores in all on 2 and 4 hosts, leaving this 2-core machine 0.8 cores for the
+#: controller, the links' shaping and anything else running, so that each emulated VM gets its whole quota.
+#: (A first run at 0.9 / 0.45 cores, 1.8 in all, measured each rank's forward pass 19-118% slower than the
+#: profile under the same quota: the emulated VMs competed for the CPU. It is kept in the results beside.)
+FAST = e2e.Host(0.6, 16)
+SLOW = e2e.Host(0.3, 8)
+#: The faults' 4 hosts: 0.45 cores each, local batch 8.
+FAULT_HOST = e2e.Host(0.45, 8)
+#: The catalog type written in the host file for each emulated type (by its CPU quota).
+STANDS_FOR = {
+    FAST.quota: "g4dn.8xlarge",
+    SLOW.quota: "g4dn.4xlarge",
+    FAULT_HOST.quota: "g4dn.4xlarge",
+    0.9: "g4dn.8xlarge",
+}
+PROFILE_ARGS = ("--input-shape", f"3x{IMAGE}x{IMAGE}")
+CASES = [
+    e2e.Case("resnet18 2 hosts", MODEL, FAMILY, (FAST, FAST), profile_args=PROFILE_ARGS),
+    e2e.Case("resnet18 3 hosts, heterogeneous", MODEL, FAMILY, (FAST, SLOW, SLOW), profile_args=PROFILE_ARGS),
+    e2e.Case("resnet18 4 hosts", MODEL, FAMILY, (SLOW,) * 4, profile_args=PROFILE_ARGS),
+]
+WARMUP = 5
+MEASURED = 20
+SEED = 7
+FAULT_JOB = mh.Job(
+    config=f"4x{STANDS_FOR[FAULT_HOST.quota]}@{FAULT_HOST.batch}",
+    command=("python", "examples/train_resnet.py"),
+    env={"TRAIN_RESNET_IMAGE": str(IMAGE)},
+    iterations=40,
+    ckpt_every=10,
+    fault_at=25,
+    heartbeat_timeout_s=5.0,
+    lease_s=10.0,
+    kill_after_s=3.0,
+)
+#: The slow fault: host 2's quota drops to this many cores; the job's deadline is this factor times the
+#: uninterrupted run's finish; the throughput window (s) is short enough to see the slowdown within the run
+#: and long enough to hold the 5 iterations a projection needs at the slowed pace (about 3.7 s each: a 15 s
+#: window never held 5, so srifty never projected and made no decision; see the results' earlier faults run).
+SLOW_CORES = 0.1
+SLOW_DEADLINE_FACTOR = 1.25
+SLOW_WINDOW_S = 30.0
+LINE = re.compile(r"^iteration=(\d+) rank=(\d+) time=([\d.]+) loss=[\d.]+ forward_s=([\d.]+)", re.M)
+
+
+def host_config(case: e2e.Case) -> str:
+    """The case's configuration in the host file's catalog types, e.g. ``1xg4dn.8xlarge@16,2xg4dn.4xlarge@8``."""
+    counts: dict[e2e.Host, int] = {}
+    for host in case.hosts:
+        counts[host] = counts.get(host, 0) + 1
+    return ",".join(f"{n}x{STANDS_FOR[h.quota]}@{h.batch}" for h, n in counts.items())
+
+
+def write_spec(folder: Path, iterations: int, host: e2e.Host, deadline_s: float | None = None) -> Path:
+    """The job for ``srifty run``: the model's profile under ``host``'s quota (it only matters for re-planning)
+    and, for the slow fault, a deadline."""
+    doc: dict[str, Any] = {
+        "description": "resnet18 at 64 px on the network testbed (benchmarks/multihost_resnet.py)",
+        "model": {"profiles": [str(e2e.profile_path(CASES[2], host, PROFILES))]},
+        "global_batch": GLOBAL_BATCH,
+        "iterations": iterations,
+        "goal": "min_time",
+        "region": "us-east-1",
+        "candidates": [{"instance_type": t, "market": "spot", "quota": 4} for t in dict.fromkeys(STANDS_FOR.values())],
+    }
+    if deadline_s is not None:
+        doc["deadline_s"] = round(deadline_s, 1)
+    path = folder / ("job.yaml" if deadline_s is None else "job-deadline.yaml")
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def hostfile(state: Any, hosts: tuple[e2e.Host, ...], folder: Path) -> Path:
+    """Host file: testbed host ``i`` is written as the catalog type standing for ``hosts[i]``, with its CPU
+    quota (``cpu=``: srifty run puts every process of the host's launch in a cgroup of that many cores)."""
+    lines = [f"{h.ip} {STANDS_FOR[e.quota]} spot cpu={e.quota:g}" for h, e in zip(state.hosts, hosts, strict=True)]
+    path = folder / "hosts.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@contextlib.contextmanager
+def testbed(n_hosts: int, seed: int) -> Iterator[tuple[Any, Path]]:
+    """A testbed of ``n_hosts`` g4dn.8xlarge links at 1/50 with the controller attached, and a folder."""
+    name = e2e.RUN_NAME
+    down(name)
+    state = up(name, n_hosts, family_from_catalog(FAMILY), scale=e2e.SCALE, seed=seed, gpus_per_host=1)
+    try:
+        tb.attach_controller(name)
+        with tempfile.TemporaryDirectory(prefix="srifty-mhr-") as folder:
+            yield state, Path(folder)
+    finally:
+        tb.detach_controller(name)
+        down(name)
+
+
+def rank_lines(run_dir: Path) -> list[tuple[int, int, float, float]]:
+    """``(iteration, rank, unix time, forward s)`` of every line the workers printed."""
+    found = []
+    for log in sorted((run_dir / "hosts").glob("*.log")):
+        text = log.read_text(encoding="utf-8", errors="replace")
+        found += [(int(i), int(r), float(t), float(f)) for i, r, t, f in LINE.findall(text)]
+    return found
+
+
+def cpu_seconds() -> dict[int, tuple[bool, float]]:
+    """Every process's CPU time so far (s), and whether it is this checkout's (its command or working folder is
+    under the repository: the benchmark, srifty, torchrun and the workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            cpu_s = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            ours = str(ROOT) in command or os.readlink(f"/proc/{entry}/cwd").startswith(str(ROOT))
+            found[int(entry)] = (ours, cpu_s)
+    return found
+
+
+def others_cores(before: dict[int, tuple[bool, float]], after: dict[int, tuple[bool, float]], wall_s: float) -> float:
+    """Cores used on average by processes not of this checkout between two snapshots (those that ended in
+    between are not counted: a lower bound)."""
+    used = sum(cpu - before.get(pid, (ours, 0.0))[1] for pid, (ours, cpu) in after.items() if not ours)
+    return used / wall_s
+
+
+def predict_all(guard: Any, remeasure: bool) -> dict[str, Any]:
+    """Profiles under each quota, then srifty's and APM's predicted mean iteration time of every case."""
+    PROFILES.mkdir(parents=True, exist_ok=True)
+    net = e2e.ScaledBandwidth(load_default_model(), e2e.SCALE)
+    alpha_beta = e2e.ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), e2e.SCALE)
+    rows = []
+    for case in CASES:
+        profiles = {}
+        for host in case.hosts:
+            key = e2e.emulated_type(case, host).name
+            if key not in profiles:
+                cgroup = e2e.make_cgroup(f"profile{host.quota}", host.quota)
+                path = e2e.profile_type(case, host, cgroup, PROFILES, guard, remeasure)
+                profiles[key] = load_profile(path)
+        check_one_machine(profiles)
+        ours, apm = e2e.predict(case, profiles, net, alpha_beta)
+        rows.append({"case": case.name, "config": e2e.config_of(case).notation(), "host_config": host_config(case),
+                     "srifty_s": ours, "apm_s": apm})  # fmt: skip
+        print(f"predicted {case.name}: srifty {ours * 1e3:.1f} ms, APM {apm * 1e3:.1f} ms", flush=True)
+    now = time.time()
+    return {
+        "written_unix": now,
+        "written_utc": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
+        "machine": machine_description(),
+        "rows": rows,
+    }
+
+
+def measure_case(index: int, case: e2e.Case) -> dict[str, Any]:
+    """Run the case under ``srifty run --hosts`` and measure its steady-state iteration time."""
+    iterations = WARMUP + MEASURED + 1
+    job = mh.Job(
+        config=host_config(case), command=FAULT_JOB.command, env=FAULT_JOB.env, iterations=iterations,
+        ckpt_every=iterations, heartbeat_timeout_s=FAULT_JOB.heartbeat_timeout_s, lease_s=FAULT_JOB.lease_s,
+    )  # fmt: skip
+    with testbed(len(case.hosts), SEED + index) as (state, folder):
+        spec = write_spec(folder, iterations, case.hosts[-1])
+        launcher = ["--launcher", "netns", "--testbed", e2e.RUN_NAME]
+        before = cpu_seconds()
+        run = mh.run_scenario("run", spec, hostfile(state, case.hosts, folder), folder, launcher, None, False, job)
+        others = others_cores(before, cpu_seconds(), run["wall_s"])
+        lines = rank_lines(folder / "run")
+    rank0 = sorted((i, t) for i, r, t, _ in lines if r == 0)
+    stamps = [t for i, t in rank0 if WARMUP <= i <= iterations - 1]
+    intervals = [b - a for a, b in itertools.pairwise(stamps)]
+    forward = {
+        r: statistics.median(f for i, rr, _, f in lines if rr == r and i > WARMUP) for r in {x[1] for x in lines}
+    }
+    row = {"case": case.name, "host_config": host_config(case), "intervals_s": intervals,
+           "measured_mean_s": statistics.fmean(intervals), "measured_median_s": statistics.median(intervals),
+           "measured_std_s": statistics.stdev(intervals), "forward_median_s_by_rank": forward,
+           "run_wall_s": run["wall_s"], "quota_cores": sum(h.quota for h in case.hosts),
+           "other_processes_cores": others, "quotas_by": "host file cpu="}  # fmt: skip
+    print(f"measured {case.name}: mean {row['measured_mean_s'] * 1e3:.1f} ms over {len(intervals)}", flush=True)
+    return row
+
+
+def run_faults() -> list[dict[str, Any]]:
+    """4 hosts of :data:`FAULT_HOST`'s type under each fault (one run per scenario). The slow fault's job gets
+    a deadline of :data:`SLOW_DEADLINE_FACTOR` times the uninterrupted run's finish, so that on schedule it is
+    met and a host slowed to :data:`SLOW_CORES` misses it (what makes srifty act on a slow host)."""
+    from srifty.runtime.cpu_quota import leftover_groups
+
+    hosts = (FAULT_HOST,) * 4
+    results: list[dict[str, Any]] = []
+    with testbed(4, SEED) as (state, folder):
+        spec = write_spec(folder, FAULT_JOB.iterations, FAULT_HOST)
+        files = hostfile(state, hosts, folder)
+        namespaces = list(tb.host_namespaces(state).values())
+        launcher = ["--launcher", "netns", "--testbed", e2e.RUN_NAME]
+        at = FAULT_JOB.fault_at
+        scenarios = [("none", None, False), ("vanish", f"vanish@{at}:2", False)]
+        scenarios += [("partition", f"partition@{at}:2", False), ("controller kill -9", None, True)]
+        scenarios += [("slow", f"slow@{at}:2:cpu={SLOW_CORES:g}", False)]
+        baseline: dict[int, float] = {}
+        finish_s = None
+        for number, (label, fault, kill) in enumerate(scenarios):
+            job, job_spec = FAULT_JOB, spec
+            if label == "slow" and finish_s is not None:
+                job = dataclasses.replace(FAULT_JOB, extra_args=("--window", f"{SLOW_WINDOW_S:g}"))
+                job_spec = write_spec(folder, FAULT_JOB.iterations, FAULT_HOST, SLOW_DEADLINE_FACTOR * finish_s)
+            groups_before = set(leftover_groups())
+            run = mh.run_scenario(f"f{number}", job_spec, files, folder, launcher, fault, kill, job)
+            if label == "none":
+                baseline = {e["iteration"]: e["loss"] for e in run["timeline"] if e["event"] == "iteration"}
+                finish_s = next(e["time_s"] for e in run["timeline"] if e["event"] == "finished")
+            time.sleep(FAULT_JOB.lease_s + 1)  # a partitioned host's workers end themselves within their lease
+            left = mh._namespace_pids(namespaces, set()) + pids_marked(run["mark"])
+            left_groups = sorted(str(g) for g in set(leftover_groups()) - groups_before)
+            losses = [[e["iteration"], e["loss"]] for e in run["timeline"] if e["event"] == "iteration"]
+            row = {"scenario": label, "repeat": 0, "leftovers": len(left) + len(left_groups),
+                   "leftover_quota_groups": left_groups, **mh.measure(run, baseline, FAULT_JOB.iterations),
+                   "wall_s": run["wall_s"], "losses": losses}  # fmt: skip
+            if kill:
+                row["killed_at_worker_iteration"] = max(
+                    (n for n, t in run["worker_iterations"] if t < run["killed_unix"]), default=None
+                )
+            if label == "slow":
+                row["deadline_s"] = SLOW_DEADLINE_FACTOR * finish_s if finish_s else None
+                row["finished_s"] = next(e["time_s"] for e in run["timeline"] if e["event"] == "finished")
+                row["slow_events"] = [e for e in run["timeline"] if e["event"] in ("inject_slow", "slow_host")]
+                row["decisions"] = [{k: d.get(k) for k in ("action", "reason", "config")} for d in run["decisions"]]
+            if label == "none":
+                row["finished_s"] = finish_s
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    return results
+
+
+#: The comm diagnostic: resnet18's DDP buckets (bytes, from the profile's bucket map), timed repetitions.
+COMM_REPS = 6
+
+
+def run_comm(guard: Any) -> list[dict[str, Any]]:
+    """Allreduces of resnet18's gradient buckets alone between 2, 3 and 4 testbed hosts, each host without a
+    quota and under the slower type's, against the bandwidth model's prediction (a diagnostic: is the
+    communication of a quota-limited host as fast as the model, fitted on unlimited probes, says?)."""
+    from srifty.sim.netquery import feature_frame
+
+    profile = load_profile(e2e.profile_path(CASES[2], SLOW, PROFILES))
+    buckets = [int(b.size_bytes) for b in profile.buckets]
+    if not buckets:
+        raise RuntimeError("the profile has no bucket map")
+    net = e2e.ScaledBandwidth(load_default_model(), e2e.SCALE)
+    out = Path(tempfile.mkdtemp(prefix="srifty-mhr-comm-"))
+    rows = []
+    try:
+        for n_hosts in (2, 3, 4):
+            case = e2e.Case(f"allreduce {n_hosts} hosts", MODEL, FAMILY, (SLOW,) * n_hosts)
+            instance = e2e.emulated_type(case, SLOW)
+            sizes = np.array(buckets, dtype=float)
+            busbw = np.asarray(net.predict_busbw_bytes_per_s(feature_frame([(sizes, n_hosts, n_hosts, instance)])))
+            predicted = float(np.sum(sizes * 2 * (n_hosts - 1) / n_hosts / busbw))
+            for quota in (None, SLOW.quota):
+                cores = 2.0 if quota is None else quota  # 2 cores: the whole machine, no cap
+                groups = [e2e.make_cgroup(f"comm{j}", cores) for j in range(n_hosts)]
+                times = e2e.run_ddp(case, groups, SEED + n_hosts, 2, COMM_REPS, out, guard,
+                                    worker="benchmarks.allreduce_worker",
+                                    extra_env={"AR_BUCKETS": ",".join(map(str, buckets))})  # fmt: skip
+                row = {"hosts": n_hosts, "quota_cores": quota, "measured_s": statistics.median(times),
+                       "predicted_s": predicted, "bucket_bytes": buckets}  # fmt: skip
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--part", choices=["predict", "faults", "comm"], help="predict and measure 2/3/4 hosts, faults, or comm"
+    )
+    parser.add_argument("--remeasure", action="store_true", help="profile again even if this machine's exist")
+    parser.add_argument("--from-results", action="store_true", help="only re-render the BENCHMARKS.md section")
+    args = parser.parse_args()
+    saved: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if not args.from_results:
+        if args.part is None:
+            parser.error("give --part predict or --part faults (each about 6-8 min), or --from-results")
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "examples"), str(ROOT / "src"), str(ROOT)])
+        started = time.perf_counter()
+        with e2e.cleaned_up() as guard:
+            if args.part == "predict":
+                if "measurements" in saved:  # an earlier run's figures stay beside the new ones
+                    saved.setdefault("earlier", []).append(
+                        {"predictions": saved.pop("predictions"), "measurements": saved.pop("measurements")}
+                    )
+                saved["predictions"] = predict_all(guard, args.remeasure)
+                atomic_write_text(RESULTS, json.dumps(saved, indent=1) + "\n")  # written down before any run
+                rows = [measure_case(i, case) for i, case in enumerate(CASES)]
+                saved["measurements"] = {"rows": rows, "machine": machine_description(),
+                                         "elapsed_s": time.perf_counter() - started}  # fmt: skip
+            elif args.part == "comm":
+                saved["comm"] = {"rows": run_comm(guard), "machine": machine_description(),
+                                 "elapsed_s": time.perf_counter() - started}  # fmt: skip
+            else:
+                if "faults" in saved:  # an earlier run's figures stay in the results
+                    saved.setdefault("earlier_faults", []).append(saved.pop("faults"))
+                rows = run_faults()
+                saved["faults"] = {"runs": rows, "machine": machine_description(),
+                                   "elapsed_s": time.perf_counter() - started}  # fmt: skip
+        atomic_write_text(RESULTS, json.dumps(saved, indent=1) + "\n")
+    write_section(SECTION, render(saved))
+
+
+def _cap(cores: float | None) -> str:
+    return "none" if cores is None else f"{cores:g} cores"
+
+
+def _pct(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured * 100
+
+
+def _forward_check(meas_row: dict[str, Any]) -> str:
+    """Each rank's median forward pass in the run (the emulated VM's compute as the run got it)."""
+    by_rank = meas_row.get("forward_median_s_by_rank", {})
+    return " / ".join(f"{by_rank[r] * 1e3:.0f}" for r in sorted(by_rank, key=int))
+
+
+def _prediction_table(pred: dict[str, Any], meas: dict[str, Any] | None) -> list[str]:
+    """One predict-and-measure run: its table, MAPE and command."""
+    out = [
+        "| configuration (emulated types) | host file | measured mean (ms) | median | srifty (ms) | error | APM (ms) "
+        "| error | forward per rank in the run (ms) | other processes' CPU (cores) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    measured = {r["case"]: r for r in (meas or {}).get("rows", [])}
+    errors: dict[str, list[float]] = {"srifty": [], "apm": []}
+    for p in pred["rows"]:
+        m = measured.get(p["case"])
+        cells = [f"{p['case']}: `{p['config']}`", f"`{p['host_config']}`"]
+        if m is None:
+            cells += ["—", "—", f"{p['srifty_s'] * 1e3:.0f}", "—", f"{p['apm_s'] * 1e3:.0f}", "—", "—", "—"]
+        else:
+            truth = m["measured_mean_s"]
+            errors["srifty"].append(_pct(p["srifty_s"], truth))
+            errors["apm"].append(_pct(p["apm_s"], truth))
+            others = m.get("other_processes_cores")
+            cells += [f"{truth * 1e3:.0f} ± {m['measured_std_s'] * 1e3:.0f}", f"{m['measured_median_s'] * 1e3:.0f}",
+                      f"{p['srifty_s'] * 1e3:.0f}", f"{errors['srifty'][-1]:+.1f}%", f"{p['apm_s'] * 1e3:.0f}",
+                      f"{errors['apm'][-1]:+.1f}%", _forward_check(m),
+                      "not recorded" if others is None else f"{others:.2f}"]  # fmt: skip
+        out.append("| " + " | ".join(cells) + " |")
+    if errors["srifty"]:
+        mape = {k: statistics.fmean(abs(e) for e in v) for k, v in errors.items()}
+        verdict = "meets" if mape["srifty"] <= 6 else "misses"
+        out += [
+            "",
+            f"MAPE: **srifty {mape['srifty']:.1f}%**, APM {mape['apm']:.1f}% over {len(errors['srifty'])} "
+            f"configurations; srifty {verdict} the issue's goal of ≤ 6%. Predictions written at "
+            f"{pred['written_utc']}, before the first run started.",
+        ]
+    if meas:
+        how = meas["rows"][0].get("quotas_by", "the benchmark's /proc scan") if meas.get("rows") else "?"
+        out += ["", f"Quotas applied by: {how}."]
+        out += ["", f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part predict` "
+                f"({meas['elapsed_s']:.0f} s). Machine: {meas['machine']}."]  # fmt: skip
+    return out
+
+
+def _fault_notes(runs: list[dict[str, Any]]) -> list[str]:
+    """What the table cannot say: the controller kill's loss agreement over time, and the slow fault's story."""
+    notes = []
+    for run in runs:
+        if run["scenario"].startswith("controller kill") and run.get("max_loss_diff_first5") is not None:
+            notes.append(
+                f"- Controller kill: the workers had reached iteration {run.get('killed_at_worker_iteration')} "
+                f"when srifty was SIGKILLed; `--resume` continued from the checkpoint. The resumed losses match "
+                f"the uninterrupted run's within {run['max_loss_diff_first5']:.1e} over the first 5 iterations; "
+                f"the gap then grows to {run['max_loss_diff']:.1e} by the end: a fresh DDP starts with its initial "
+                "gradient buckets (the uninterrupted run had rebuilt them after its first iteration), so the "
+                "allreduce sums in another order and resnet18's training amplifies the last-bit differences."
+            )
+        if run["scenario"] == "slow":
+            events = run.get("slow_events", [])
+            found = next((e for e in events if e["event"] == "slow_host"), None)
+            decided = [d for d in run.get("decisions", []) if d["action"] not in ("start", "finish")]
+            deadline = run.get("deadline_s")
+            notes.append(
+                f"- Slow host: host 2's quota dropped to {SLOW_CORES:g} cores at iteration {FAULT_JOB.fault_at}; the "
+                f"job's deadline was {deadline:.0f} s ({SLOW_DEADLINE_FACTOR:g}x the uninterrupted run's "
+                f"{(deadline or 0) / SLOW_DEADLINE_FACTOR:.0f} s), throughput window {SLOW_WINDOW_S:g} s. "
+                + (
+                    f"srifty set it aside at iteration {found['iteration']} (its compute {found.get('ratio')}x the "
+                    "others'), "
+                    if found
+                    else "srifty did not single it out, "
+                )
+                + f"decisions: {'; '.join(d['action'] + ': ' + (d.get('reason') or '') for d in decided) or 'none'}; "
+                f"the run finished at {run.get('finished_s', 0):.0f} s."
+            )
+    return [*notes, ""] if notes else []
+
+
+def _earlier_faults(earlier: list[dict[str, Any]]) -> list[str]:
+    """One line per earlier faults run kept in the results: what differed."""
+    lines = []
+    for number, run in enumerate(earlier, start=1):
+        slow = next((r for r in run["runs"] if r["scenario"] == "slow"), None)
+        left = [
+            f"{r['scenario']}: {r['leftovers']} ({len(r.get('leftover_quota_groups', []))} of them the killed "
+            "controller's CPU-quota groups, which `--resume` now removes)"
+            for r in run["runs"]
+            if r["leftovers"]
+        ]
+        what = [f"leftovers {'; '.join(left)}" if left else "no leftovers"]
+        if slow is not None:
+            what.append(f"slow fault decisions {[d['action'] for d in slow.get('decisions', [])]}")
+        lines.append(f"- Earlier faults run {number} ({run['machine'].rsplit(', ', 1)[-1]}): " + "; ".join(what) + ".")
+    return ["Earlier faults runs (raw rows in the results file):", "", *lines, ""] if lines else []
+
+
+def render(saved: dict[str, Any]) -> str:
+    """The BENCHMARKS.md section from the saved results."""
+    out = [
+        "**Emulated: 2-4 hosts as network namespaces on one machine, links tc-shaped to g4dn.8xlarge's rated "
+        "bandwidth at 1/50; instance types emulated by CPU quotas (cgroup v1, `cpu.cfs_quota_us`) on every "
+        "process of a host's launch (cores in the emulated type's name, `-q0.6` = 0.6 cores; the host file "
+        "writes the faster type as `g4dn.8xlarge` and the slower as `g4dn.4xlarge`, both one T4: the catalog "
+        "type only labels the host).** The quotas come from the host file's `cpu=` option, applied by "
+        "`srifty run` itself to every process of the host's launch from its start (runs marked *host file "
+        "cpu=*); runs before that option was on main applied them with this benchmark's own scan of /proc "
+        "(every 0.05 s, each new process of a host's namespace moved into its cgroup). "
+        "Real torchrun and gloo DDP between the hosts under "
+        "`srifty run --hosts … --launcher netns`: `examples/train_resnet.py`, torchvision resnet18 (10 classes) "
+        f"on {IMAGE}x{IMAGE} synthetic images, global batch {GLOBAL_BATCH}, one rank per host, one torch thread "
+        "per rank, `broadcast_buffers=False`.",
+        "",
+    ]
+    pred, meas = saved.get("predictions"), saved.get("measurements")
+    if pred:
+        out += [
+            "### Predicted against measured iteration time (2, 3 and 4 hosts)",
+            "",
+            "Predictions are saved to `benchmarks/results/multihost_resnet.json` with their time before the first "
+            "run starts: srifty's simulator and APM through the Python API (`benchmarks.end_to_end.predict`; "
+            "`srifty simulate` cannot take the emulated types or the 1/50 link scale), from profiles measured by "
+            f"`srifty profile --model train_resnet:model --input-shape 3x{IMAGE}x{IMAGE} --threads 1` under each "
+            "type's CPU quota (`benchmarks/results/multihost_resnet_profiles/`), the embedded bandwidth model and "
+            "APM's alpha-beta fit divided by the emulation scale. Measured: rank 0's own timestamps, mean of the "
+            f"{MEASURED} iteration intervals after {WARMUP} warm-up iterations (the last iteration, which writes "
+            "the only checkpoint, left out). Forward per rank: each rank's median forward pass in the run (its "
+            "own compute, no collective with `broadcast_buffers=False`), to compare with the profile's. Other "
+            "processes' CPU: what processes outside this run used on average during it (at least; this machine is "
+            "shared).",
+            "",
+            *_prediction_table(pred, meas),
+        ]
+    for number, earlier in enumerate(saved.get("earlier", []), start=1):
+        table = _prediction_table(earlier["predictions"], earlier["measurements"])
+        out += ["", f"Earlier run {number} (kept beside):", "", *table]
+    if pred or saved.get("earlier"):
+        out += [
+            "",
+            "For comparison: the single-machine end-to-end benchmark measured 9.8% MAPE (APM 11.6%) before "
+            "issue 15; the paper reports 8.3% (APM 24%).",
+        ]
+    comm = saved.get("comm")
+    if comm:
+        out += [
+            "",
+            "Diagnostic, communication alone: gloo allreduces of resnet18's three DDP buckets ("
+            + " + ".join(f"{b / 1e6:.1f}" for b in comm["rows"][0]["bucket_bytes"])
+            + " MB, from the profile's "
+            "bucket map), one after the other, between testbed hosts with no CPU cap and with each host capped "
+            f"at the slower type's {SLOW.quota:g} cores, against the embedded bandwidth model's prediction "
+            f"(the model that srifty's simulator uses above). Median of {COMM_REPS} repetitions after 2 warm-up "
+            "ones, rank 0.",
+            "",
+            "| hosts | CPU cap | measured (ms) | bandwidth model (ms) | model error |",
+            "|---|---|---|---|---|",
+            *(
+                f"| {r['hosts']} | {_cap(r['quota_cores'])} "
+                f"| {r['measured_s'] * 1e3:.0f} | {r['predicted_s'] * 1e3:.0f} | "
+                f"{_pct(r['predicted_s'], r['measured_s']):+.1f}% |"
+                for r in comm["rows"]
+            ),
+            "",
+            f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part comm` "
+            f"({comm['elapsed_s']:.0f} s). Machine: {comm['machine']}.",
+        ]
+    faults = saved.get("faults")
+    if faults:
+        job = FAULT_JOB
+        out += [
+            "",
+            "### Faults on 4 hosts",
+            "",
+            f"`{job.config}` (4 hosts of {FAULT_HOST.quota:g} cores each), {job.iterations} iterations, "
+            f"checkpoint every {job.ckpt_every}, the fault on host 2 at iteration {job.fault_at} (the controller kill: "
+            f"{job.kill_after_s:g} s after the checkpoint at {job.fault_at - job.fault_at % job.ckpt_every}), "
+            f"heartbeat timeout {job.heartbeat_timeout_s:g} s, lease {job.lease_s:g} s, goal min_time. One run "
+            "per scenario. Columns as in the section above; iterations lost after the controller kill count from "
+            "the highest iteration rank 0 printed before the SIGKILL (the workers' own record) down to the "
+            "checkpoint `--resume` continued from.",
+            "",
+            mh._table(faults["runs"], faults["elapsed_s"], faults["machine"]).split("\n\n")[1],
+            "",
+            *_fault_notes(faults["runs"]),
+            *_earlier_faults(saved.get("earlier_faults", [])),
+            f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part faults` "
+            f"({faults['elapsed_s']:.0f} s). Machine: {faults['machine']}.",
+        ]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""A real model for `srifty run`: torchvision resnet18 (10 classes) at a small resolution, real DDP (gloo).
+
+    srifty run job.yaml --hosts hosts.txt --launcher netns --testbed tb --config 4xg4dn.8xlarge@8 \
+        -- python examples/train_resnet.py
+
+Like ``train_tiny.py``: unequal local batches with every sample counting equally (srifty.torch.reweight),
+checkpoints with ``torch.distributed.checkpoint``, progress and heartbeats through ``RunReporter``. Data is
+synthetic and deterministic per global step (noisy copies of 10 fixed class images), so a resumed run sees
+the samples a run without interruption would. DDP runs with ``broadcast_buffers=False``: each rank keeps its
+own BatchNorm statistics, so the forward pass contains no collective and its wall time is this rank's own
+compute, reported per iteration as ``compute_s``.
+
+Every rank also prints one line per iteration (``iteration=N rank=R time=UNIX loss=L forward_s=S``) to its
+host's log, the workers' own record of how far they got (``benchmarks/multihost_resnet.py`` reads it).
+
+Environment: ``TRAIN_RESNET_IMAGE`` (pixels per side, default 64), ``TRAIN_RESNET_THREADS`` (torch threads
+per rank, default 1). The model alone, for ``srifty profile``: ``PYTHONPATH=examples srifty profile --model
+train_resnet:model --input-shape 3x64x64``.
+"""
+
+import os
+import time
+import warnings
+
+import torch
+import torch.distributed as dist
+import torchvision
+from torch.nn.parallel import DistributedDataParallel
+
+from srifty.torch import reweight
+from srifty.torch.training import (
+    RunReporter,
+    batch_offset,
+    checkpoint_every,
+    load_checkpoint,
+    rank_local_batch,
+    save_checkpoint,
+)
+
+CLASSES = 10
+
+
+def model() -> torch.nn.Module:
+    """The network trained here (also what ``srifty profile --model train_resnet:model`` measures)."""
+    return torchvision.models.resnet18(weights=None, num_classes=CLASSES)
+
+
+def batch(step: int, global_batch: int, image: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The global batch of ``step``: each sample a noisy copy of its class's fixed image (learnable)."""
+    prototypes = torch.randn(CLASSES, 3, image, image, generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(1000 + step)
+    y = torch.randint(0, CLASSES, (global_batch,), generator=gen)
+    x = 0.5 * prototypes[y] + torch.randn(global_batch, 3, image, image, generator=gen)
+    return x, y
+
+
+def main() -> None:
+    torch.set_num_threads(int(os.environ.get("TRAIN_RESNET_THREADS", "1")))
+    image = int(os.environ.get("TRAIN_RESNET_IMAGE", "64"))
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    # torch 2.14 deprecates broadcast_buffers, but its replacement still syncs buffers at init; it says to keep it
+    warnings.filterwarnings("ignore", message="`broadcast_buffers` is deprecated", category=FutureWarning)
+    net = DistributedDataParallel(model(), broadcast_buffers=False)
+    global_batch = int(os.environ["SRIFTY_GLOBAL_BATCH"])
+    reweight(net, rank_local_batch() / global_batch)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.02, momentum=0.9)
+    ckpt_dir = os.environ["SRIFTY_CKPT_DIR"]
+    step = load_checkpoint(ckpt_dir, net, optimizer)
+    total = int(os.environ["SRIFTY_ITERATIONS"])
+    every = checkpoint_every()
+    reporter = RunReporter()
+    lo, size = batch_offset(), rank_local_batch()
+    if rank == 0:
+        print(f"resuming at iteration {step}" if step else "starting at iteration 0", flush=True)
+    while step < total:
+        reporter.beat(step + 1, "started")
+        x, y = batch(step, global_batch, image)
+        optimizer.zero_grad(set_to_none=True)
+        started = time.perf_counter()
+        out = net(x[lo : lo + size])
+        forward_s = time.perf_counter() - started
+        loss = torch.nn.functional.cross_entropy(out, y[lo : lo + size])
+        loss.backward()
+        optimizer.step()
+        step += 1
+        if step % every == 0 or step == total:
+            save_checkpoint(ckpt_dir, step, net, optimizer)
+        value = loss.item()
+        print(
+            f"iteration={step} rank={rank} time={time.time():.4f} loss={value:.5f} forward_s={forward_s:.4f}",
+            flush=True,
+        )
+        reporter.iteration_done(step, value, compute_s=forward_s)
+    dist.barrier()
+    dist.destroy_process_group()
+    if rank == 0:
+        print(f"finished {step} iterations", flush=True)
+    os._exit(0)  # torch 2.14's gloo can abort in C++ destructors at exit after all work is done
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The multi-host benchmarks' bookkeeping, on made-up runs: what rank 0 printed, iterations lost after a
+controller kill (the workers' own record, not the killed controller's), and the prediction table's MAPE."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import multihost as mh
+from benchmarks import multihost_resnet as mr
+
+
+def _run(tmp_path: Path, killed_unix: float) -> dict:  # type: ignore[type-arg]
+    """A run killed at ``killed_unix`` after the checkpoint at 20: the controller had recorded up to 20, the
+    workers printed up to 23 before the kill, then the resumed launch redid 21-40."""
+    hosts = tmp_path / "hosts"
+    hosts.mkdir()
+    first = "".join(f"iteration={i} rank=0 time={1000 + i}.5 loss=0.5\n" for i in range(1, 24))
+    again = "".join(f"iteration={i} rank=0 time={2000 + i}.5 loss=0.4 forward_s=0.1\n" for i in range(21, 41))
+    (hosts / "10.0.0.1.log").write_text("--- launch a node 0\n" + first + "--- launch b node 0\n" + again)
+    (hosts / "10.0.0.2.log").write_text("iteration=3 rank=1 time=1003.5 loss=0.5\n")  # not rank 0: ignored
+    timeline = [{"time_s": 0.0, "iteration": 0, "event": "launch", "config": "4xa@8"}]
+    # the killed controller's timeline ends before iteration 20 (saved at the checkpoint notice), which the workers did
+    timeline += [{"time_s": float(i), "iteration": i, "event": "iteration", "loss": 1.0 / i} for i in range(1, 20)]
+    timeline += [{"time_s": 990.0, "iteration": 20, "event": "launch", "config": "4xa@8"}]
+    timeline += [{"time_s": 1000.0 + i, "iteration": i, "event": "iteration", "loss": 1.0 / i} for i in range(21, 41)]
+    return {
+        "timeline": timeline,
+        "decisions": [{"action": "start"}, {"action": "resume", "iteration": 20}, {"action": "finish"}],
+        "run_started_unix": 0.0,
+        "killed_unix": killed_unix,
+        "worker_iterations": mh.worker_iterations(tmp_path),
+    }
+
+
+def test_worker_iterations_reads_rank_0_lines_of_every_host_log(tmp_path: Path) -> None:
+    _run(tmp_path, 0.0)
+    found = mh.worker_iterations(tmp_path)
+    assert [n for n, _ in found] == [*range(1, 24), *range(21, 41)]
+    assert found[0] == (1, 1001.5)
+
+
+def test_iterations_lost_after_a_controller_kill_count_what_the_workers_reached(tmp_path: Path) -> None:
+    run = _run(tmp_path, killed_unix=1023.9)  # after iteration 23's line, before the resumed launch's
+    baseline = {i: 1.0 / i for i in range(1, 41)}
+    measured = mh.measure(run, baseline, iterations_total=40)
+    assert measured["iterations_lost"] == 3  # 23 reached, resumed from 20: not 0 as the controller's record says
+    assert measured["kill_lost_counted_from"] == "workers"
+    assert measured["final_iteration"] == 40 and measured["all_iterations_done"]  # 20 from the workers' lines
+    assert measured["max_loss_diff"] == 0.0 and measured["max_loss_diff_first5"] == 0.0
+
+
+def test_without_worker_lines_the_kill_is_counted_from_the_controllers_record(tmp_path: Path) -> None:
+    run = {**_run(tmp_path, killed_unix=1023.9), "worker_iterations": []}
+    measured = mh.measure(run, {}, iterations_total=40)
+    assert measured["kill_lost_counted_from"] == "controller"
+    assert not measured["all_iterations_done"]  # without the workers' lines nothing says 20 was done
+
+
+def test_a_slow_host_is_detected_by_the_first_thing_srifty_does_about_it() -> None:
+    timeline = [{"time_s": 0.0, "iteration": 0, "event": "launch", "config": "4xa@8"}]
+    timeline += [{"time_s": float(i), "iteration": i, "event": "iteration", "loss": 1.0} for i in range(1, 31)]
+    timeline.insert(26, {"time_s": 25.0, "iteration": 25, "event": "inject_slow", "host": "h2"})
+    timeline += [{"time_s": 33.5, "iteration": 30, "event": "switch", "config": "1xa@32"}]
+    timeline += [{"time_s": 34.0, "iteration": 30, "event": "launch", "config": "1xa@32"}]
+    timeline += [{"time_s": 30.0 + i, "iteration": i, "event": "iteration", "loss": 1.0} for i in range(31, 41)]
+    run = {"timeline": timeline, "decisions": [], "run_started_unix": 0.0, "killed_unix": None}
+    measured = mh.measure(run, {}, iterations_total=40)
+    assert measured["detection_s"] == 8.5 and measured["recovery_s"] == 36.0
+
+
+def test_prediction_table_reports_mape_against_the_goal() -> None:
+    pred = {
+        "written_utc": "2026-11-30T18:00:00+00:00",
+        "rows": [
+            {"case": "a", "config": "2xq@16", "host_config": "2xg@16", "srifty_s": 1.05, "apm_s": 0.8},
+            {"case": "b", "config": "4xq@8", "host_config": "4xg@8", "srifty_s": 0.97, "apm_s": 1.3},
+        ],
+    }
+    row = {"measured_std_s": 0.1, "measured_median_s": 1.0, "forward_median_s_by_rank": {"0": 0.1, "1": 0.12}}
+    meas = {
+        "rows": [{"case": "a", "measured_mean_s": 1.0, **row}, {"case": "b", "measured_mean_s": 1.0, **row}],
+        "machine": "m",
+        "elapsed_s": 10.0,
+    }
+    text = "\n".join(mr._prediction_table(pred, meas))
+    assert "srifty 4.0%**, APM 25.0%" in text and "meets the issue's goal of ≤ 6%" in text
+    assert "+5.0%" in text and "-3.0%" in text and "100 / 120" in text
+    worse = {**pred, "rows": [{**pred["rows"][0], "srifty_s": 1.2}, pred["rows"][1]]}
+    assert "misses" in "\n".join(mr._prediction_table(worse, meas))
