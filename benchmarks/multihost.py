@@ -65,6 +65,12 @@ class Job:
 
 
 TINY = Job()
+#: The slow fault: host 2's CPU quota drops to 0.02 cores while each step does 0.01 s of CPU work (about 0.5 s
+#: of wall time per step there, against about 0.07 s); the job's deadline (SLOW_DEADLINE_S) is met on
+#: schedule and missed at the slowed pace; the 8 s window holds the 5 iterations a projection needs.
+SLOW_JOB = Job(env={"TRAIN_TINY_STEP_S": PACE_S, "TRAIN_TINY_CPU_S": "0.01"}, extra_args=("--window", "8"))
+SLOW_FAULT = f"slow@{FAULT_AT}:2:cpu=0.02"
+SLOW_DEADLINE_S = 45.0
 
 
 def worker_iterations(run_dir: Path) -> list[tuple[int, float]]:
@@ -76,11 +82,13 @@ def worker_iterations(run_dir: Path) -> list[tuple[int, float]]:
     return found
 
 
-def _spec(folder: Path) -> Path:
+def _spec(folder: Path, deadline_s: float | None = None) -> Path:
     doc = yaml.safe_load((ROOT / "examples" / "tiny-local.yaml").read_text())
     doc["model"]["profiles"] = [str(ROOT / "examples" / p) for p in doc["model"]["profiles"]]
     doc.update(iterations=ITERATIONS, goal="min_time")
-    path = folder / "job.yaml"
+    if deadline_s is not None:
+        doc["deadline_s"] = deadline_s
+    path = folder / ("job.yaml" if deadline_s is None else "job-deadline.yaml")
     path.write_text(yaml.safe_dump(doc))
     return path
 
@@ -218,6 +226,9 @@ def main() -> None:
     parser.add_argument(
         "--from-results", action="store_true", help="only rewrite the BENCHMARKS.md section from the saved results"
     )
+    parser.add_argument(
+        "--only", nargs="+", help="run only these scenarios and replace their rows in the saved results"
+    )
     args = parser.parse_args()
     if args.from_results:
         saved = json.loads(RESULTS.read_text())
@@ -233,6 +244,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="srifty-multihost-") as tmp:
         folder = Path(tmp)
         spec = _spec(folder)
+        slow_spec = _spec(folder, SLOW_DEADLINE_S)
         state = up(name, 4, family_from_catalog("g4dn.xlarge"))
         servers = None
         try:
@@ -245,6 +257,7 @@ def main() -> None:
             scenarios += [
                 ("partition", netns, f"partition@{FAULT_AT}:2", False),
                 ("controller kill -9", netns, None, True),
+                ("slow", netns, SLOW_FAULT, False),
             ]
             if sshd_missing() is None:
                 servers = start_sshd(namespaces, folder / "ssh")
@@ -254,14 +267,21 @@ def main() -> None:
                 scenarios += [("vanish (ssh)", ssh, f"vanish@{FAULT_AT}:2", False)]
                 scenarios += [("partition (ssh)", ssh, f"partition@{FAULT_AT}:2", False)]
             baseline: dict[int, float] = {}
+            if args.only:
+                unknown = set(args.only) - {s[0] for s in scenarios}
+                if unknown:
+                    raise SystemExit(f"--only: no scenario {sorted(unknown)}; known: {[s[0] for s in scenarios]}")
             for number, (label, launcher, fault, kill) in enumerate(scenarios):
+                if args.only and label not in args.only:
+                    continue
+                job, job_spec = (SLOW_JOB, slow_spec) if label == "slow" else (TINY, spec)
                 for repeat in range(args.repeats):
                     if servers is not None and "ssh" in label:  # a vanished host's sshd is gone: start them again
                         servers.stop()
                         servers = start_sshd(namespaces, folder / f"ssh{label[:3]}{repeat}")
                         launcher = [*launcher]
                         launcher[launcher.index("--ssh-key") + 1] = str(servers.key)
-                    run = run_scenario(f"s{number}-{repeat}", spec, hostfile, folder, launcher, fault, kill)
+                    run = run_scenario(f"s{number}-{repeat}", job_spec, hostfile, folder, launcher, fault, kill, job)
                     if label == "none" and not baseline:
                         baseline = {e["iteration"]: e["loss"] for e in run["timeline"] if e["event"] == "iteration"}
                     keep = {p.pid for p in servers.guard.children} if servers is not None else set()
@@ -277,8 +297,19 @@ def main() -> None:
             down(name)
     if not args.no_write:
         saved = {"elapsed_s": time.perf_counter() - started, "machine": machine_description(), "runs": results}
+        note = ""
+        if args.only:  # keep the other scenarios' rows from the last full run
+            old = json.loads(RESULTS.read_text())
+            order = [s for s in dict.fromkeys(r["scenario"] for r in old["runs"])] + list(args.only)
+            kept = [r for r in old["runs"] if r["scenario"] not in args.only]
+            runs = sorted(kept + results, key=lambda r: order.index(r["scenario"]))
+            note = (
+                f"partly rerun: {', '.join(args.only)} with `--only` ({saved['elapsed_s']:.0f} s, "
+                f"{saved['machine']}); the other rows from the run below"
+            )
+            saved = {**old, "runs": runs, "note": note}
         RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
-        body = _table(results, saved["elapsed_s"], saved["machine"])
+        body = _table(saved["runs"], saved["elapsed_s"], saved["machine"], note)
         write_section("Multi-host runs under faults (testbed)", body)
     print(f"done in {time.perf_counter() - started:.0f} s")
 
@@ -339,6 +370,13 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             "namespaces (sshd aside) or carried the run's mark, 9 s after the run (after the workers' 8 s lease).",
             "",
             *lines,
+            "",
+            "Slow: each step also does 0.01 s of CPU work (`TRAIN_TINY_CPU_S`) and reports its compute time; at "
+            f"iteration {FAULT_AT} host 2's CPU quota drops to 0.02 cores (`--fault {SLOW_FAULT}`, a cgroup on this "
+            f"machine); the job has a deadline of {SLOW_DEADLINE_S:g} s (met on schedule, missed at the slowed "
+            "pace) and an 8 s throughput window. Detection: the fault to srifty's first decision about it (the "
+            "host set aside as slow once the window's optimistic bound misses the deadline). An ssh partition's "
+            "leftover (the cut-off connection's sshd session) is dropped by the test sshd's `ClientAliveInterval 2`.",
             "",
             "A real model (resnet18), the slow-host fault and the predicted against measured multi-host iteration "
             'time: section "Multi-host iteration-time prediction and faults with resnet18 (testbed)".'

@@ -55,6 +55,8 @@ def start_sshd(hosts: dict[str, str], folder: Path) -> SshServers:
                 f"ListenAddress {address}\nPort {PORT}\nHostKey {host_key}\nAuthorizedKeysFile {authorized}\n"
                 f"PidFile {folder / f'sshd-{address}.pid'}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
                 "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nAcceptEnv none\n"
+                # drop a cut-off client's session, as a cloud image's sshd does: else it outlives a partition
+                "ClientAliveInterval 2\nClientAliveCountMax 3\n"
             )
             guard.popen(
                 ["ip", "netns", "exec", namespace, SSHD, "-D", "-e", "-f", str(config)],

@@ -83,7 +83,7 @@ FaultKind = Literal["vanish", "partition", "slow"]
 #: CPU quota (cores) a slow fault leaves a host with when none is given.
 DEFAULT_SLOW_CPU = 0.1
 #: Compute-time samples kept per rank (the most recent ones) to judge stragglers.
-COMPUTE_SAMPLES = 10
+COMPUTE_SAMPLES = 5
 
 
 @dataclass(frozen=True)
