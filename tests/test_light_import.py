@@ -8,7 +8,16 @@ import sys
 import pytest
 
 HEAVY = ("torch", "xgboost", "torchvision", "transformers", "optuna")
-LIGHT = ("srifty", "srifty.catalog", "srifty.spec", "srifty.vocab", "srifty.plan", "srifty.runtime", "srifty.cli.main")
+LIGHT = (
+    "srifty",
+    "srifty.catalog",
+    "srifty.spec",
+    "srifty.vocab",
+    "srifty.spot",
+    "srifty.plan",
+    "srifty.runtime",
+    "srifty.cli.main",
+)
 LIGHT_TOO = ("srifty.cloud", "srifty.evaluate", "srifty.report", "srifty.compute", "srifty.compute.measure")
 
 

@@ -38,6 +38,10 @@ class ProbeTimeoutError(ProbeError):
     """A collective did not finish within the probe's timeout; the message names the ranks that hung."""
 
 
+class TraceError(SriftyError):
+    """A spot trace file is unreadable, malformed, or names an instance type the catalog lacks."""
+
+
 class InfeasiblePlanError(SriftyError):
     """No configuration satisfies the job's constraints.
 

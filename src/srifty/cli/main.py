@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd, eval_cmd, network_cmd, plan_cmd, profile_cmd, run_cmd
+from srifty.cli import catalog_cmd, eval_cmd, network_cmd, plan_cmd, profile_cmd, run_cmd, spot_cmd
 from srifty.cli.console import err, styled
 from srifty.errors import SriftyError
 
@@ -36,6 +36,7 @@ app.command("simulate")(plan_cmd.simulate_command)
 app.add_typer(network_cmd.testbed_app, name="testbed")
 app.command()(network_cmd.probe)
 app.command("fit-net")(network_cmd.fit_net)
+app.command("fit-spot")(spot_cmd.fit_spot)
 app.add_typer(eval_cmd.app, name="eval")
 app.command("report")(eval_cmd.report_command)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run_cmd.run_command)
