@@ -64,8 +64,8 @@ def test_report_is_self_contained_and_labels_the_emulation(inputs: dict[str, Pat
     external = [(t, a) for t, a in tags.seen if (t == "script" and "src" in a) or t in ("link", "img", "iframe")]
     assert not external and tags.seen.count(("script", {})) >= 2
     assert "Plotly.newPlot" in page and len(page) > 3_000_000  # plotly.js itself is inlined
-    # plan: 2 charts; two cases: 3 each; the timeline: 1.
-    assert page.count('class="srifty-plot"') == 9
+    # plan: 2 charts; two cases: 3 each; the timeline: 2 (iterations done, throughput; it records no loss).
+    assert page.count('class="srifty-plot"') == 10
     assert "EMULATED cloud" in page and "inject_preempt" in page
     plan_only = build_report([inputs["plan"]], inputs["folder"] / "p.html").read_text(encoding="utf-8")
     assert "EMULATED cloud." not in plan_only  # a plan is srifty's prediction, not the emulation
@@ -131,3 +131,31 @@ def test_report_renders_in_headless_chromium(inputs: dict[str, Path], tmp_path: 
         assert ink > 0.01 and colours >= 4, (left, top, ink, colours)
         drawn += 1
     assert drawn >= 3  # charts below the window's height are checked through the DOM only
+
+
+def test_a_run_timeline_shows_the_loss_curve_and_throughput_over_time(tmp_path: Path) -> None:
+    from srifty.report.figures import launch_segments
+    from srifty.report.sections import timeline_sections
+
+    records: list[dict[str, object]] = [{"time_s": 0.0, "iteration": 0, "event": "launch"}]
+    records += [{"time_s": 1.0 + i, "iteration": i, "event": "iteration", "loss": 2.0 / i} for i in range(1, 31)]
+    records.append({"time_s": 31.5, "iteration": 20, "event": "relaunch", "from_checkpoint": 20})
+    records += [
+        {"time_s": 32.0 + i, "iteration": 20 + i, "event": "iteration", "loss": 2.0 / (20 + i)} for i in range(1, 11)
+    ]
+    assert [len(s) for s in launch_segments(records)] == [30, 10]  # the roll-back starts a second line
+    (section,) = timeline_sections(records, "timeline.json")
+    titles = [f.layout.title.text for f in section.figures]
+    assert titles == [
+        "iterations done against time",
+        "training loss per iteration",
+        "throughput over time (10-iteration window)",
+    ]
+    loss = section.figures[1]
+    assert [len(t.x) for t in loss.data] == [30, 10] and loss.data[0].y[0] == 2.0
+    rate = section.figures[2].data[0]
+    assert all(abs(y - 1.0) < 1e-9 for y in rate.y)  # one iteration per second
+    timeline = tmp_path / "timeline.json"
+    timeline.write_text(json.dumps(records), encoding="utf-8")
+    page = build_report([], tmp_path / "run.html", timeline).read_text(encoding="utf-8")
+    assert page.count('class="srifty-plot"') == 3

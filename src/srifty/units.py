@@ -40,6 +40,23 @@ def usd_for(usd_per_hour: float, seconds: float) -> float:
     return usd_per_hour * seconds / SECONDS_PER_HOUR
 
 
+def usd_text(usd: float | None) -> str:
+    """Money for people: ``$1,234.56`` from a dollar up, cents below it (``32.8¢``, ``0.31¢``), ``—`` for ``None``.
+
+    Below a dollar, two decimals of dollars would print a job of $0.003 and one of $0.004 alike as
+    ``$0.00``; three significant digits of cents tell them apart.
+    """
+    if usd is None:
+        return "—"
+    if abs(usd) >= 0.9995:  # would round to 100¢
+        return f"${usd:,.2f}" if usd >= 0 else f"-${-usd:,.2f}"
+    cents = usd * 100.0
+    text = f"{cents:.3g}"
+    if "e" in text:  # under a thousandth of a cent: plain decimals, no scientific notation
+        text = f"{cents:.6f}".rstrip("0").rstrip(".")
+    return f"{text}¢"
+
+
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(I?B?)\s*$", re.IGNORECASE)
 
 

@@ -15,11 +15,12 @@ from srifty.plan.explain import count_text
 from srifty.plan.methods import get_method, planning_methods
 from srifty.plan.result import Plan
 from srifty.plan.scoring import Scored
+from srifty.units import usd_text
 
 
 def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[str, float]) -> Table:
     table = Table(title=title, caption=f"in {s.config.where()}" + _price_scope(s))
-    columns = ("group", "GPU", "GPUs/VM", "market", "local batch", "$/h (group)", "grad weight", "profile")
+    columns = ("group", "GPU", "GPUs/VM", "market", "local batch", "per hour (group)", "grad weight", "profile")
     for column in (*columns, "source", "expected error"):
         table.add_column(column, justify="left" if column in ("group", "GPU", "profile", "source") else "right")
     for g, price in zip(s.config.groups, s.config.group_prices_usd_per_hour(), strict=True):
@@ -33,7 +34,7 @@ def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[s
             str(g.instance.gpus_per_vm),
             g.market,
             str(g.local_batch),
-            f"${price:,.3f}",
+            usd_text(price),
             f"{g.local_batch / s.config.global_batch:.5f}",
             kind,
             source.removeprefix("estimated from ").removeprefix("measured: "),
@@ -42,13 +43,61 @@ def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[s
     return table
 
 
+def _job_time_text(plan: Plan, s: Scored) -> str:
+    """``"178.5 s (training 23.5 s + fixed overheads 155.0 s)"``: the overheads are the same for every
+    configuration (a VM launch and a checkpoint restore), so only training time tells configurations apart."""
+    overhead = plan.problem.overhead_s
+    return f"{s.time_s:,.1f} s (training {s.time_s - overhead:,.1f} s + fixed overheads {overhead:,.1f} s)"
+
+
+def _answer(plan: Plan, s: Scored) -> Text:
+    """The answer: what to rent, where, how long it takes and what it costs (and, when a time tolerance chose
+    it, what the fastest would take and cost)."""
+    label = "Chosen" if s.feasible else "Chosen (violates constraints)"
+    text = Text.assemble(
+        (f"{label}: {s.config.tagged()}", "bold"),
+        f" in {s.config.where()}{_price_scope(s)}: {_job_time_text(plan, s)}, {usd_text(s.cost_usd)}",
+    )
+    fastest = plan.fastest
+    if fastest is not None and plan.time_tolerance is not None:
+        text.append(
+            f"\n  the cheapest within {100 * plan.time_tolerance:g}% of the fastest found, which takes "
+            f"{fastest.time_s:,.1f} s for {usd_text(fastest.cost_usd)} (`time_tolerance: 0` chooses it)"
+        )
+    return text
+
+
+def _promise_rows(plan: Plan, s: Scored) -> list[tuple[str, str]]:
+    """The chosen configuration's probabilities and how it compares with the fastest (``min_time``).
+
+    This is the slot for every promise the plan makes about the chosen configuration (issue 23 adds the spot
+    model's probabilities here).
+    """
+    p = plan.problem
+    rows: list[tuple[str, str]] = []
+    if s.p_meet_deadline is not None and p.deadline_s is not None:
+        rows.append(("P(meet deadline)", f"{s.p_meet_deadline:.3f} (deadline {p.deadline_s:,.0f} s)"))
+    if plan.time_tolerance is not None:
+        fastest = plan.fastest or s
+        limit = fastest.time_s * (1.0 + plan.time_tolerance)
+        rows.append(("time tolerance", f"{100 * plan.time_tolerance:g}% of the fastest: up to {limit:,.1f} s"))
+        if plan.fastest is not None:
+            f = plan.fastest
+            what = f"{f.time_s:,.1f} s, {usd_text(f.cost_usd)}: {f.config} ({f.config.where()})"
+            rows.append(("fastest found", what))
+    return rows
+
+
 def _summary_table(plan: Plan, s: Scored) -> Table:
     e = s.estimate
     p = plan.problem
     table = Table(show_header=False, title="prediction")
     table.add_column("quantity")
-    table.add_column("value", justify="right")
+    table.add_column("value")
     rows: list[tuple[str, str | Text]] = [
+        ("job time", _job_time_text(plan, s) + (f" (deadline {p.deadline_s:,.0f} s)" if p.deadline_s else "")),
+        ("cost", usd_text(s.cost_usd) + (f" (budget {usd_text(p.budget_usd)})" if p.budget_usd else "")),
+        *_promise_rows(plan, s),
         ("world size (GPUs) / VMs", f"{s.config.world_size} / {s.config.n_vms}"),
         (
             "iteration time mean [p5, p95]",
@@ -56,11 +105,6 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
         ),
         ("compute / exposed communication", f"{e.compute_s * 1000:,.1f} ms / {e.comm_exposed_s * 1000:,.1f} ms"),
         ("throughput", f"{s.throughput_samples_per_s:,.1f} samples/s"),
-        (
-            "job time (incl. overheads)",
-            f"{s.time_s:,.1f} s" + (f" (deadline {p.deadline_s:,.0f} s)" if p.deadline_s else ""),
-        ),
-        ("cost", f"${s.cost_usd:,.2f}" + (f" (budget ${p.budget_usd:,.2f})" if p.budget_usd else "")),
     ]
     if e.iter_mean_error_s > 0:
         rows.append(
@@ -69,8 +113,6 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
                 f"±{e.iter_mean_error_s * 1000:,.1f} ms per iteration (estimated profiles, systematic)",
             )
         )
-    if s.p_meet_deadline is not None:
-        rows.append(("P(meet deadline)", f"{s.p_meet_deadline:.3f}"))
     if e.estimated_profiles:
         rows.append(("profiles", styled("yellow", "includes estimated profiles")))
     for row in rows:
@@ -85,7 +127,7 @@ def _price_scope(s: Scored) -> str:
 def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: Scored | None = None) -> Table:
     table = Table(title=title)
     with_deadline = any(s.p_meet_deadline is not None for s in items)
-    columns = ("config", "where", "time s", "cost $", "samples/s", "meets constraints")
+    columns = ("config", "where", "time s", "cost", "samples/s", "meets constraints")
     for column in (*columns, "P(meet deadline)") if with_deadline else columns:
         table.add_column(column, justify="left" if column in ("config", "where") else "right")
     for s in items:
@@ -95,7 +137,7 @@ def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: Scor
             name,
             s.config.where() + ("†" if _price_scope(s) else ""),
             f"{s.time_s:,.1f}",
-            f"{s.cost_usd:,.2f}",
+            usd_text(s.cost_usd),
             f"{s.throughput_samples_per_s:,.1f}",
             "yes" if s.feasible else "no: " + ", ".join(s.violations),
         ]
@@ -120,59 +162,107 @@ def _pruned_table(plan: Plan) -> Table:
     return table
 
 
-def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None, show_pruned: bool = False) -> None:
-    """Print a plan as Rich tables (``show_pruned``: and every offer and placement pruned, with its reason)."""
+def _search_line(plan: Plan) -> Text:
+    """How the plan was found: method, mode, goal, how much was searched and how long it took."""
     p = plan.problem
     predicted = plan.n_evaluated if plan.n_predicted is None else plan.n_predicted
-    out.print(
-        styled(
-            "bold",
-            "srifty plan",
-            f" ({plan.method}, {plan.mode}): goal {p.goal}, global batch {p.global_batch}, {p.iterations} "
-            f"iterations; searched {count_text(plan.search_space_size)} configurations in "
-            f"{max(len(plan.placements), 1)} placement(s), scored {plan.n_evaluated:,}, predicted {predicted:,}, "
-            f"in {plan.solve_time_s:.2f} s",
-        )
+    return styled(
+        "bold",
+        "srifty plan",
+        f" ({plan.method}, {plan.mode}): goal {p.goal}, global batch {p.global_batch}, {p.iterations} "
+        f"iterations; searched {count_text(plan.search_space_size)} configurations in "
+        f"{max(len(plan.placements), 1)} placement(s), scored {plan.n_evaluated:,}, predicted {predicted:,}, "
+        f"in {plan.solve_time_s:.2f} s",
     )
+
+
+def shown_types(plan: Plan) -> tuple[set[str], set[str]]:
+    """Instance types and GPUs of the configurations a plan shows (chosen, fastest, alternatives, closest)."""
+    shown = [plan.best, plan.fastest, *plan.alternatives]
+    if plan.infeasibility is not None:
+        shown.append(plan.infeasibility.closest)
+    groups = [g for s in shown if s is not None for g in s.config.groups]
+    return {g.instance.name for g in groups}, {g.instance.gpu_name for g in groups}
+
+
+def _profiles_table(plan: Plan, gpus: set[str] | None) -> Table | None:
+    """Where each GPU's compute profile came from (``gpus``: only these)."""
+    rows = sorted((g, w) for g, w in plan.profile_sources.items() if gpus is None or g in gpus)
+    if not rows:
+        return None
+    table = Table(title="compute profiles")
+    table.add_column("GPU")
+    table.add_column("source")
+    for gpu, where in rows:
+        table.add_row(gpu, Text(where) if not where.startswith("estimated") else styled("yellow", where))
+    return table
+
+
+def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None, show_pruned: bool = False) -> None:
+    """Print a plan, the answer first: the chosen configuration, its promises and prediction, then the
+    alternatives, the Pareto front and the explanation; profiles and network figures of the types shown
+    (``show_pruned``: of every type, and every offer and placement pruned, with its reason)."""
     if plan.best is not None:
-        label = "best configuration" if plan.best.feasible else "chosen configuration (violates constraints)"
+        out.print(_answer(plan, plan.best), soft_wrap=True)
+        label = "chosen configuration" if plan.best.feasible else "chosen configuration (violates constraints)"
         out.print(
             _config_table(
                 f"{label}: {plan.best.config.notation()}", plan.best, plan.profile_sources, plan.profile_errors
             )
         )
         out.print(_summary_table(plan, plan.best))
+    elif plan.infeasibility is not None:
+        _print_infeasible(plan)
     if plan.alternatives:
         out.print(_list_table("next best alternatives", plan.alternatives))
     if plan.pareto and get_method(plan.method).honours_constraints:
         out.print(_list_table("Pareto front: time vs cost (all constraints ignored)", plan.pareto, plan.best))
     for note in plan.notes:
-        out.print(styled("yellow", "note:", f" {note}"))
+        out.print(styled("yellow", "note:", f" {note}"), soft_wrap=True)
+    out.print(_search_line(plan), soft_wrap=True)
     if show_pruned and plan.pruning is not None:
         out.print(_pruned_table(plan))
     for line in plan.explanation:
         out.print(Text(line), soft_wrap=True)
-    if plan.profile_sources:
-        sources = Table(title="compute profiles")
-        sources.add_column("GPU")
-        sources.add_column("source")
-        for gpu, where in sorted(plan.profile_sources.items()):
-            sources.add_row(gpu, Text(where) if not where.startswith("estimated") else styled("yellow", where))
-        out.print(sources)
+    types, gpus = (None, None) if show_pruned else shown_types(plan)
+    profiles = _profiles_table(plan, gpus)
+    if profiles is not None:
+        out.print(profiles)
     for gpu, command in sorted((estimated_hints or {}).items()):
-        out.print(styled("yellow", f"{gpu} is estimated", f"; to measure it instead: {command}"))
-    show_network_sources(plan.network_sources)
+        if gpus is None or gpu in gpus:
+            out.print(styled("yellow", f"{gpu} is estimated", f"; to measure it instead: {command}"), soft_wrap=True)
+    show_network_sources(
+        {t: note for t, note in plan.network_sources.items() if types is None or t in types},
+        None if show_pruned else len(plan.network_sources),
+    )
 
 
-def show_network_sources(notes: dict[str, str]) -> None:
-    """Per instance type, where the network figures come from (probed or not, and how far off)."""
+def _print_infeasible(plan: Plan) -> None:
+    """No configuration meets the constraints: which binds, and the closest configuration (the error that
+    follows says how to fix it)."""
+    assert plan.infeasibility is not None
+    closest = plan.infeasibility.closest
+    what = f"No configuration meets the constraints ({plan.infeasibility.binding_constraint} binds)"
+    out.print(styled("bold", what, "; the closest configuration:" if closest else "."), soft_wrap=True)
+    if closest is not None:
+        title = f"closest configuration: {closest.config.notation()}"
+        out.print(_config_table(title, closest, plan.profile_sources, plan.profile_errors))
+        out.print(_summary_table(plan, closest))
+
+
+def show_network_sources(notes: dict[str, str], of_total: int | None = None) -> None:
+    """Per instance type, where the network figures come from (probed or not, and how far off); ``of_total``:
+    how many types there are in all when only some are shown."""
     if not notes:
         return
-    table = Table(title="network figures (64 MiB allreduce)")
+    title = "network figures (64 MiB allreduce)"
+    if of_total is not None and of_total > len(notes):
+        title += f": the {len(notes)} types shown above (--show-pruned: all {of_total})"
+    table = Table(title=title)
     table.add_column("instance type")
     table.add_column("source")
     for name, note in sorted(notes.items()):
-        table.add_row(name, note if "not probed" not in note else f"[yellow]{note}[/yellow]")
+        table.add_row(name, Text(note) if "not probed" not in note else styled("yellow", note))
     out.print(table)
 
 
@@ -216,45 +306,37 @@ def plan_command(
         spec_path, method=method, mode=mode, top_k=top_k, max_sim_calls=max_sim_calls, iters=iters, prune=prune
     )
     show_plan(plan, inputs.measure_hints, show_pruned)
-    out.print(f"bandwidth model: {inputs.net_source}")
+    out.print(f"bandwidth model: {inputs.net_source}", soft_wrap=True)
     if json_out is not None:
         plan.save(json_out)
         out.print(f"wrote {json_out}")
     if plan.best is not None and (plan.best.feasible or ignores_constraints):
-        from srifty.plan.export import torchrun_commands, write_controlled, write_skypilot
-
-        if skypilot is not None:
-            job = plan.spec_name or spec_path.stem
-            for path in write_skypilot(plan.best, skypilot, job, train_command):
-                out.print(f"wrote {path}")
-            controlled = write_controlled(plan.best, skypilot, job, spec_path.name, train_command)
-            if controlled is not None:
-                out.print(f"wrote {controlled} (srifty run --hosts on the head node)")
-            else:
-                out.print(
-                    "no srifty-controlled task: a SkyPilot cluster holds one instance type, this plan has several"
-                )
-        out.print(styled("bold", "torchrun commands", " (HEAD_NODE_IP: any VM all others can reach):"))
-        for line in torchrun_commands(plan.best, plan.spec_name or spec_path.stem, train_command):
-            out.print(line, soft_wrap=True, markup=False)
+        _print_exports(plan, spec_path, skypilot, train_command)
     if plan.infeasibility is not None and not (plan.best is not None and ignores_constraints):
-        closest = plan.infeasibility.closest
-        if closest is not None:
-            out.print(
-                _config_table(
-                    f"closest configuration: {closest.config.notation()}",
-                    closest,
-                    plan.profile_sources,
-                    plan.profile_errors,
-                )
-            )
-            out.print(_summary_table(plan, closest))
-        err.print(styled("bold red", "infeasible"))
         raise InfeasiblePlanError(
             f"no configuration meets the constraints ({plan.infeasibility.binding_constraint} binds): "
             f"{plan.infeasibility.message}",
             plan.infeasibility.binding_constraint,
         )
+
+
+def _print_exports(plan: Plan, spec_path: Path, skypilot: Path | None, train_command: str) -> None:
+    """Write the SkyPilot tasks (``--skypilot``) and print the torchrun commands of the chosen configuration."""
+    from srifty.plan.export import torchrun_commands, write_controlled, write_skypilot
+
+    assert plan.best is not None
+    if skypilot is not None:
+        job = plan.spec_name or spec_path.stem
+        for path in write_skypilot(plan.best, skypilot, job, train_command):
+            out.print(f"wrote {path}")
+        controlled = write_controlled(plan.best, skypilot, job, spec_path.name, train_command)
+        if controlled is not None:
+            out.print(f"wrote {controlled} (srifty run --hosts on the head node)")
+        else:
+            out.print("no srifty-controlled task: a SkyPilot cluster holds one instance type, this plan has several")
+    out.print(styled("bold", "torchrun commands", " (HEAD_NODE_IP: any VM all others can reach):"))
+    for line in torchrun_commands(plan.best, plan.spec_name or spec_path.stem, train_command):
+        out.print(line, soft_wrap=True, markup=False)
 
 
 def simulate_command(

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from srifty.cli import estimate_cmd
 from srifty.cli.console import err, out, styled
+from srifty.cli.options import refuse_without
 from srifty.compute import load_profile
 from srifty.compute.bundled import profile_filename
 from srifty.compute.profile import PHASES, Profile
@@ -37,7 +38,11 @@ def default_profile_path(model: str, device_label: str) -> Path:
 def profile(
     ctx: typer.Context,
     model: Annotated[
-        str | None, typer.Option(help="torchvision name, hf:<config>, or package.module:function.")
+        str | None,
+        typer.Option(
+            help="torchvision name, hf:<Hugging Face model id or config.json>, or package.module:function (found "
+            "on PYTHONPATH or in the current folder)."
+        ),
     ] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
     precision: Annotated[str, typer.Option(help="fp32, or bf16 or fp16 (autocast).")] = "fp32",
@@ -78,7 +83,13 @@ def profile(
     from srifty.compute.measure import profile_model, profile_options
     from srifty.compute.measure.workloads import parse_sample_shape
 
-    parse_model_name(model)
+    kind = parse_model_name(model).kind
+    if kind != "hf":
+        refuse_without(ctx, ["seq_len"], "an hf: model", "it sets the tokens per sample of a Hugging Face model")
+    if kind != "torchvision":
+        refuse_without(ctx, ["image_size"], "a torchvision model", "it sets the pixels per side of one")
+    if device != "cpu":
+        refuse_without(ctx, ["memory_limit"], "--device cpu", "on a GPU a batch fits unless CUDA runs out of memory")
     shape = None if input_shape is None else parse_sample_shape(input_shape)
     if input_vocab is not None and (shape is None or input_vocab < 1):
         raise ProfileError(f"--input-vocab {input_vocab} needs --input-shape and a vocabulary of at least 1 token.")
@@ -128,6 +139,9 @@ def profile(
     path = out_path or default_profile_path(result.model, result.device.label)
     result.save(path)
     show_profile(result)
+    noisy = result.noisy_samples()
+    if noisy is not None:
+        err.print(styled("yellow", "warning:", f" {noisy}"), soft_wrap=True)
     out.print(f"wrote {path}")
 
 

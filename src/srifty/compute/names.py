@@ -3,7 +3,8 @@
 Three kinds of names:
 
 * a torchvision classification model, for example ``resnet50`` (list taken from torchvision 0.29);
-* a Hugging Face ``transformers`` configuration, ``hf:<name>`` (built from its config, no weight download);
+* a Hugging Face ``transformers`` model, ``hf:<name>``: one of srifty's short names below, a Hub model id or a
+  ``config.json`` (built from its configuration, no weight download; :mod:`srifty.compute.hf_configs`);
 * the user's own factory, ``package.module:function``, returning ``(model, make_batch, loss_fn)``.
 """
 
@@ -136,21 +137,25 @@ class ModelRef:
 
 
 def parse_model_name(name: str) -> ModelRef:
-    """Parse and check a model name.
+    """Parse and check a model name (its spelling; an ``hf:`` model's configuration is looked up when the model
+    is built, :func:`srifty.compute.hf_configs.require_hf_config`).
 
     Raises:
-        ProfileError: the name is not a known torchvision model, not a known ``hf:`` config, and not of the
-            form ``package.module:function``; the message lists the closest known names.
+        ProfileError: the name is not a known torchvision model, not ``hf:`` and a Hub id or path, and not of
+            the form ``package.module:function``; the message lists the closest known names.
     """
+    from srifty.compute.hf_configs import HUB_ID, bundled_hf_ids
+
     text = name.strip()
+    known_hf = ["hf:" + k for k in (*HF_MODELS, *bundled_hf_ids())]
     if text.startswith("hf:"):
-        key = text[3:]
-        if key not in HF_MODELS:
-            raise ProfileError(
-                f"unknown Hugging Face model '{text}'.{did_you_mean(text, ['hf:' + k for k in HF_MODELS])} "
-                f"Known: {', '.join('hf:' + k for k in HF_MODELS)}."
-            )
-        return ModelRef(text, "hf", key)
+        key = text[3:].strip()
+        if key in HF_MODELS or HUB_ID.match(key) or key.endswith(".json") or key.startswith((".", "/", "~")):
+            return ModelRef(text, "hf", key)
+        raise ProfileError(
+            f"'{text}' is not a Hugging Face model id (org/name), a config.json path or one of srifty's names."
+            f"{did_you_mean(text, known_hf)}"
+        )
     if ":" in text:
         if not _FACTORY.match(text):
             raise ProfileError(f"model '{text}' looks like a factory but is not of the form package.module:function.")
@@ -158,6 +163,7 @@ def parse_model_name(name: str) -> ModelRef:
     if text in TORCHVISION_MODELS:
         return ModelRef(text, "torchvision", text)
     raise ProfileError(
-        f"unknown model '{text}'.{did_you_mean(text, TORCHVISION_MODELS + tuple('hf:' + k for k in HF_MODELS))} "
-        "Use a torchvision model name (resnet50), hf:<config> (hf:bert-base) or package.module:function."
+        f"unknown model '{text}'.{did_you_mean(text, TORCHVISION_MODELS + tuple(known_hf))} Use a torchvision "
+        "model name (resnet50), hf:<Hugging Face model id or config.json> (hf:bert-base-uncased) or "
+        "package.module:function."
     )

@@ -34,6 +34,8 @@ PROFILE_SCHEMA_VERSION = 2
 #: Phase keys as profile files store them: ``fw`` (forward and loss), ``bw`` (backward), ``step`` (optimizer
 #: step), ``iter`` (the whole iteration). Code names backward quantities ``*_bwd`` (``bw`` elsewhere is bandwidth).
 PHASES: tuple[str, ...] = ("fw", "bw", "step", "iter")
+#: Timed iterations whose coefficient of variation exceeds this are called noisy (:meth:`Profile.noisy_samples`).
+NOISY_SPREAD = 0.10
 Phase = Literal["fw", "bw", "step", "iter"]
 
 
@@ -237,6 +239,22 @@ class Profile:
             return self.spread_points
         return tuple(
             SpreadPoint(s.batch, *(s.std_ms(ph) / max(s.mean_ms(ph), 1e-12) for ph in PHASES)) for s in self.samples
+        )
+
+    def noisy_samples(self, limit: float = NOISY_SPREAD) -> str | None:
+        """A warning when this profile's own timed iterations spread more than ``limit`` (coefficient of
+        variation of the whole iteration at any probed batch; a machine busy with something else while it
+        measured), or ``None``."""
+        if not self.samples:
+            return None
+        batch, spread = max(((p.batch, p.iter) for p in self.spread()), key=lambda bp: bp[1])
+        if spread <= limit:
+            return None
+        return (
+            f"the timed iterations of {self.model} on {self.device.label} spread ±{100 * spread:.0f}% at batch "
+            f"{batch} (coefficient of variation; more than {100 * limit:.0f}%): the machine was probably busy while "
+            "it measured. The latency model's robust means resist a few outliers, but the simulator draws each "
+            "iteration's spread from these samples; measure again on a quiet machine."
         )
 
     def cv(self, phase: str, batch: ArrayLike) -> NDArray[np.float64]:

@@ -125,6 +125,25 @@ def model_paths(path: str | Path, digests: dict[str, str] | None = None) -> dict
     return paths
 
 
+def _load_booster(raw: bytes) -> Any:
+    """A saved booster for predictions: read with numpy (:mod:`srifty.network.trees`, no XGBoost import), or
+    with XGBoost where it uses something that reader does not evaluate."""
+    from srifty.network.trees import JsonBooster, UnsupportedBoosterError
+
+    try:
+        return JsonBooster(raw)
+    except UnsupportedBoosterError:
+        import xgboost as xgb
+
+        booster = xgb.Booster()
+        try:
+            booster.load_model(bytearray(raw))
+        except xgb.core.XGBoostError as err:
+            raise ValueError(str(err)) from None
+        booster.set_param({"nthread": 1})
+        return booster
+
+
 def _remove_unnamed_boosters(paths: dict[str, Path]) -> None:
     """Delete this model's boosters that its (new) sidecar does not name: earlier saves' files."""
     _, stem = _stem(paths["meta"])
@@ -725,13 +744,11 @@ class BandwidthModel:
             ArtifactError: a file is missing, of another kind or an older schema (refit it), or does not
                 match the sidecar's checksum.
         """
-        import xgboost as xgb
-
         paths = model_paths(path)
         doc = read_json_artifact(paths["meta"], MODEL_KIND, MODEL_SCHEMA_VERSION)
         try:
             return cls._from_document(doc, paths["meta"])
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, xgb.core.XGBoostError) as err:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
             raise ArtifactError(
                 f"'{paths['meta']}' (or a model file it names) is malformed ({type(err).__name__}: {err}); "
                 "fit the model again with `srifty fit-net`."
@@ -739,8 +756,6 @@ class BandwidthModel:
 
     @classmethod
     def _from_document(cls, doc: dict[str, Any], meta: Path) -> BandwidthModel:
-        import xgboost as xgb
-
         model = cls(
             mtu_bytes=int(doc["mtu_bytes"]),
             features=tuple(doc["requested_features"]),
@@ -783,9 +798,7 @@ class BandwidthModel:
                     f"'{file}' does not match the checksum in '{meta}': the files come from "
                     "different saves. Re-save the model."
                 )
-            booster = xgb.Booster()
-            booster.load_model(bytearray(raw))
-            booster.set_param({"nthread": 1})
+            booster = _load_booster(raw)
             if booster.num_features() != len(model.encoder_.names):
                 raise ArtifactError(
                     f"'{file}' reads {booster.num_features()} features but '{meta}' lists "

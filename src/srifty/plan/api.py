@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,10 +16,10 @@ from srifty.plan.build import ProfileLimits, build_problems, compute_latency_ms,
 from srifty.plan.explain import explain_choice
 from srifty.plan.inputs import PlanInputs, resolve
 from srifty.plan.methods import Knowledge, get_method
-from srifty.plan.offers import expand_offers, search_places
-from srifty.plan.planner import make_plan, nothing_left
+from srifty.plan.offers import excluded_opt_in_zones, expand_offers, search_places
+from srifty.plan.planner import cheapest_within, make_plan, nothing_left
 from srifty.plan.predict import MemoPredictor
-from srifty.plan.problem import Candidate
+from srifty.plan.problem import Candidate, PlanProblem
 from srifty.plan.prune import PrunedType, compute_floor_fn, unpruned
 from srifty.plan.prune import prune as prune_problems
 from srifty.plan.result import Infeasibility, Plan
@@ -151,15 +152,29 @@ def plan_job(
             latencies[key] = compute_latency_ms(resolved.profiles, cand, batch)
         return latencies[key]
 
+    def search(batch: tuple[PlanProblem, ...]) -> tuple[Plan, bool]:
+        if prune:
+            pruning = prune_problems(batch, predictor, compute_floor_fn(resolved.profiles, iters), excluded)
+        else:
+            pruning = unpruned(batch, excluded)
+        if pruning.problems:
+            return make_plan(pruning.problems, predictor, latency, entry, mode, max_sim_calls, top_k, pruning), True
+        return nothing_left(batch, pruning, entry.name), False
+
     started = time.perf_counter()
-    if prune:
-        pruning = prune_problems(problems, predictor, compute_floor_fn(resolved.profiles, iters), excluded)
-    else:
-        pruning = unpruned(problems, excluded)
-    if pruning.problems:
-        plan = make_plan(pruning.problems, predictor, latency, entry, mode, max_sim_calls, top_k, pruning)
-    else:
-        plan = nothing_left(problems, pruning, entry.name)
+    plan, _ = search(problems)
+    if spec.goal == "min_time" and entry.honours_constraints and not entry.draws:
+        tolerance = spec.min_time_tolerance
+        plan = dataclasses.replace(plan, time_tolerance=tolerance)
+        if tolerance > 0 and plan.feasible and plan.best is not None:
+            # The cheapest within the tolerance: a min-cost search with the tolerance's limit as its deadline.
+            limit = plan.best.time_s * (1.0 + tolerance)
+            within = tuple(
+                dataclasses.replace(p, goal="min_cost", deadline_s=min(p.deadline_s or math.inf, limit))
+                for p in problems
+            )
+            cheap, searched = search(within)
+            plan = cheapest_within(plan, cheap if searched else None, problems, tolerance, top_k)
     errors = {gpu: profile.expected_error for gpu, profile in resolved.profiles.items()}
     plan = dataclasses.replace(
         plan,
@@ -169,9 +184,21 @@ def plan_job(
         profile_errors=errors,
         network_sources=dict(resolved.net_notes),
         spec_name=spec.name,
-        notes=plan.notes + resolved.warnings,
+        notes=plan.notes + resolved.warnings + _opt_in_note(spec, cat),
     )
     return dataclasses.replace(plan, explanation=tuple(explain_choice(plan))), resolved
+
+
+def _opt_in_note(spec: JobSpec, catalog: Catalog) -> tuple[str, ...]:
+    """Which opt-in zones planning left out, and how to plan in them."""
+    excluded = excluded_opt_in_zones(spec, catalog)
+    if not excluded:
+        return ()
+    kinds = ", ".join(sorted(set(excluded.values())))
+    return (
+        f"left out {len(excluded)} zone(s) an account must opt in to ({kinds}: {', '.join(excluded)}); name one in "
+        "`zones:` to plan there",
+    )
 
 
 def _instance_order(instance: InstanceType) -> tuple[str, str, str]:

@@ -3,12 +3,16 @@ fix it; for a feasible one, why this configuration and this placement won, and b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from srifty.plan.problem import PlanProblem
 from srifty.plan.result import Infeasibility, Plan
 from srifty.plan.scoring import Scored, preference
+from srifty.units import usd_text
 from srifty.vocab import Config
+
+#: Sort key of a configuration in a plan's own ranking (smaller is better).
+RankKey = Callable[[Scored], tuple[object, ...]]
 
 
 def _at_quota(problems: Sequence[PlanProblem], s: Scored) -> list[str]:
@@ -46,8 +50,8 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
     if budget is not None and not in_budget:
         return Infeasibility(
             "budget",
-            f"the cheapest configuration ({cheapest.config}) costs ${cheapest.cost_usd:.2f} > budget "
-            f"${budget:.2f}; raise the budget to at least ${cheapest.cost_usd:.2f}.",
+            f"the cheapest configuration ({cheapest.config}) costs {usd_text(cheapest.cost_usd)} > budget "
+            f"{usd_text(budget)}; raise the budget to at least {usd_text(cheapest.cost_usd)}.",
             cheapest,
         )
     # Some meet the deadline, some the budget, none both.
@@ -56,9 +60,9 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
     return Infeasibility(
         "deadline and budget",
         f"no configuration meets both: the cheapest one within the deadline ({best_on_time.config}) costs "
-        f"${best_on_time.cost_usd:.2f} > budget ${budget:.2f}, and the fastest one within the budget "
+        f"{usd_text(best_on_time.cost_usd)} > budget {usd_text(budget)}, and the fastest one within the budget "
         f"({best_in_budget.config}) takes {best_in_budget.time_s:.0f} s > deadline {deadline:.0f} s; raise the "
-        f"budget to ${best_on_time.cost_usd:.2f} or the deadline to {best_in_budget.time_s:.0f} s.",
+        f"budget to {usd_text(best_on_time.cost_usd)} or the deadline to {best_in_budget.time_s:.0f} s.",
         best_on_time,
     )
 
@@ -95,10 +99,10 @@ def _no_assignment(problems: Sequence[PlanProblem]) -> Infeasibility:
 
 
 def _gap(goal: str, s: Scored, best: Scored) -> str:
-    """How much worse ``s`` is than ``best`` on the goal, ``"+12.0% cost ($1.20 vs $1.07)"``, and on the other
+    """How ``s`` compares with ``best`` on the goal, ``"+12.0% cost ($1.20 vs $1.07)"``, and on the other
     quantity when the goal's is a tie."""
-    cost = f"+{_pct(s.cost_usd, best.cost_usd)} cost (${s.cost_usd:,.2f} vs ${best.cost_usd:,.2f})"
-    time = f"+{_pct(s.time_s, best.time_s)} time ({s.time_s:,.0f} s vs {best.time_s:,.0f} s)"
+    cost = f"{_change(s.cost_usd, best.cost_usd)} cost ({usd_text(s.cost_usd)} vs {usd_text(best.cost_usd)})"
+    time = f"{_change(s.time_s, best.time_s)} time ({s.time_s:,.0f} s vs {best.time_s:,.0f} s)"
     first, second = (cost, time) if goal == "min_cost" else (time, cost)
     mine, theirs = (s.cost_usd, best.cost_usd) if goal == "min_cost" else (s.time_s, best.time_s)
     return f"{first}, {second}" if abs(mine - theirs) <= 5e-4 * abs(theirs) else first
@@ -106,6 +110,11 @@ def _gap(goal: str, s: Scored, best: Scored) -> str:
 
 def _pct(value: float, base: float) -> str:
     return f"{100.0 * (value - base) / base:.1f}%" if base > 0 else "n/a"
+
+
+def _change(value: float, base: float) -> str:
+    """``"+12.0%"`` or ``"-2.5%"``."""
+    return f"{100.0 * (value - base) / base:+.1f}%" if base > 0 else "n/a"
 
 
 def per_type_cheapest_usd_per_hour(config: Config) -> float:
@@ -119,12 +128,49 @@ def count_text(n: int) -> str:
     return f"{n:,}" if n < 1_000_000_000 else f"{n:.3e}"
 
 
+def _ranking(plan: Plan) -> tuple[Callable[[Scored], str], RankKey]:
+    """How the plan's choice was ranked: the goal a configuration is compared on, and a sort key. That is the
+    plan's goal, or with a time tolerance, cost among configurations within it of the fastest (time beyond)."""
+    goal = plan.problem.goal
+    fastest = plan.fastest or plan.best
+    if not plan.time_tolerance or fastest is None:
+        return (lambda _: goal), (lambda s: preference(goal, s))
+    limit = fastest.time_s * (1.0 + plan.time_tolerance)
+
+    def goal_of(s: Scored) -> str:
+        return "min_cost" if s.time_s <= limit else "min_time"
+
+    def key(s: Scored) -> tuple[object, ...]:
+        within = s.time_s <= limit
+        return (not within, s.cost_usd if within else s.time_s, *preference("min_time", s))
+
+    return goal_of, key
+
+
+def tolerance_line(plan: Plan) -> str | None:
+    """What the time tolerance chose against the fastest configuration found, or ``None``."""
+    best, fastest, tolerance = plan.best, plan.fastest, plan.time_tolerance
+    if tolerance is None or best is None:
+        return None
+    limit = (fastest or best).time_s * (1.0 + tolerance)
+    head = f"Time tolerance {100 * tolerance:g}% (`time_tolerance`; 0 asks for the fastest): "
+    if fastest is None:
+        return head + f"the fastest configuration found is also the cheapest within {limit:,.1f} s."
+    return (
+        head
+        + f"the fastest found, {fastest.config.tagged()} ({fastest.config.where()}), takes {fastest.time_s:,.1f} s "
+        f"for {usd_text(fastest.cost_usd)}; the cheapest within {limit:,.1f} s takes {best.time_s:,.1f} s for "
+        f"{usd_text(best.cost_usd)} ({_change(best.cost_usd, fastest.cost_usd)} cost, "
+        f"{_change(best.time_s, fastest.time_s)} time)."
+    )
+
+
 def explain_choice(plan: Plan) -> list[str]:
     """Why the plan chose what it chose, in sentences: how much was searched and pruned, which region (and
     cloud, and zone) won and by how much, and what pricing each type at its own cheapest zone would claim."""
     lines: list[str] = []
     pruning = plan.pruning
-    goal = plan.problem.goal
+    goal_of, rank = _ranking(plan)
     skipped = [o for o in plan.placements if o.mode == "skipped"]
     if pruning is not None:
         dominated = len(pruning.placements)
@@ -144,6 +190,9 @@ def explain_choice(plan: Plan) -> list[str]:
     where = best.config.where()
     spot = " (spot VMs in one zone)" if best.config.zone else " (on-demand, any zone of the region)"
     lines.append(f"Chosen: {best.config.tagged()} in {where}{spot}.")
+    tolerance = tolerance_line(plan)
+    if tolerance is not None:
+        lines.append(tolerance)
     mine = f"{best.config.cloud} {best.config.region}"
     by_area: dict[str, Scored] = {}
     by_zone: dict[str, Scored] = {}
@@ -151,35 +200,34 @@ def explain_choice(plan: Plan) -> list[str]:
         if not s.feasible:
             continue
         area = f"{s.config.cloud} {s.config.region}"
-        if area not in by_area or preference(goal, s) < preference(goal, by_area[area]):
+        if area not in by_area or rank(s) < rank(by_area[area]):
             by_area[area] = s
         place = s.config.where()
-        if (
-            area == mine
-            and place != where
-            and (place not in by_zone or preference(goal, s) < preference(goal, by_zone[place]))
-        ):
+        if area == mine and place != where and (place not in by_zone or rank(s) < rank(by_zone[place])):
             by_zone[place] = s
     for area, other in sorted(by_area.items()):
         if area == mine:
             continue
         scope = "" if all(g.instance.price_covers_host_vm for g in other.config.groups) else " (GPU-only price)"
         lines.append(
-            f"Best found in {area}: {other.config.tagged()} ({other.config.where()}), {_gap(goal, other, best)}{scope}."
+            f"Best found in {area}: {other.config.tagged()} ({other.config.where()}), "
+            f"{_gap(goal_of(other), other, best)}{scope}."
         )
     if by_zone:
-        place, other = min(by_zone.items(), key=lambda kv: preference(goal, kv[1]))
-        lines.append(f"Next best placement in {mine}: {place}, {other.config.tagged()}, {_gap(goal, other, best)}.")
+        place, other = min(by_zone.items(), key=lambda kv: rank(kv[1]))
+        gap = _gap(goal_of(other), other, best)
+        lines.append(f"Next best placement in {mine}: {place}, {other.config.tagged()}, {gap}.")
     if pruning is not None and pruning.incumbent is not None and pruning.incumbent.config.key != best.config.key:
         inc = pruning.incumbent
         lines.append(
-            f"Best single-type configuration: {inc.config.tagged()} ({inc.config.where()}), {_gap(goal, inc, best)}."
+            f"Best single-type configuration: {inc.config.tagged()} ({inc.config.where()}), "
+            f"{_gap(goal_of(inc), inc, best)}."
         )
     old = per_type_cheapest_usd_per_hour(best.config)
     new = best.config.price_usd_per_hour()
     if abs(old - new) > 1e-9:
         lines.append(
-            f"Pricing each type at its own cheapest zone would claim ${old:,.3f}/h instead of ${new:,.3f}/h "
+            f"Pricing each type at its own cheapest zone would claim {usd_text(old)}/h instead of {usd_text(new)}/h "
             f"({_pct(old, new)}); no single zone offers that."
         )
     if not all(g.instance.price_covers_host_vm for g in best.config.groups):

@@ -12,6 +12,8 @@ measurements (:func:`describe_network`).
 
 from __future__ import annotations
 
+import functools
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from srifty.catalog import Catalog, InstanceType
-from srifty.compute import Profile, load_profile
+from srifty.compute import Profile, load_profile, parse_model_name
 from srifty.compute.bundled import bundled_profiles_for, profile_filename
-from srifty.errors import CatalogError, ProfileError
+from srifty.compute.hf_configs import find_hf_config, missing_hf_config
+from srifty.compute.names import HF_MODELS
+from srifty.errors import CatalogError, ProfileError, SpecError
 from srifty.plan.offers import expand_offers
 from srifty.sim import BusBandwidthModel
 from srifty.spec import JobSpec
@@ -53,11 +57,56 @@ def _check_model(profile: Profile, spec: JobSpec, origin: str) -> None:
         )
 
 
-def measure_command(model: str, gpu: str, instance: str) -> str:
-    """The one command that measures ``model`` on a VM of ``instance`` (which has ``gpu``)."""
+def profile_command(spec: JobSpec, model: str, device: str = "cuda") -> str:
+    """``srifty profile`` of the spec's model as the spec trains it (its precision, its tokens per sample)."""
+    parts = ["srifty profile", f"--model {shlex.quote(model)}", f"--device {device}"]
+    if spec.model.precision != "fp32":
+        parts.append(f"--precision {spec.model.precision}")
+    if spec.model.seq_len is not None and model.startswith("hf:"):
+        parts.append(f"--seq-len {spec.model.seq_len}")
+    return " ".join(parts)
+
+
+def measure_command(spec: JobSpec, model: str, gpu: str, instance: str) -> str:
+    """The one command that measures the spec's ``model`` on a VM of ``instance`` (which has ``gpu``)."""
+    out = shlex.quote(f"profiles/{profile_filename(model, gpu)}")
+    return f"on a {instance} VM: {profile_command(spec, model)} --out {out}"
+
+
+def check_model_name(spec: JobSpec) -> None:
+    """The spec's model name must be one srifty can profile (a typo gets "did you mean").
+
+    Raises:
+        SpecError: naming ``model.name``, the closest known names and the three kinds of name.
+    """
+    if spec.model.name is None:
+        return
+    try:
+        parse_model_name(spec.model.name)
+    except ProfileError as err:
+        raise SpecError(f"model.name: {err}") from None
+
+
+def _nothing_to_plan_with(spec: JobSpec, model: str, needed: dict[str, InstanceType], precisions: set[str]) -> str:
+    """Why there is no profile of ``model`` to plan with, and the commands that measure one (when they can run:
+    an ``hf:`` model needs its configuration; a bf16 profile, a GPU with bf16)."""
+    bundled = (
+        f"none bundled in {spec.model.precision} (bundled: {', '.join(sorted(precisions))}; `model.precision` chooses)"
+        if precisions
+        else "none bundled"
+    )
+    head = f"no profile of {model} to plan with: none listed in the spec (`model.profiles`), {bundled}."
+    if model.startswith("hf:") and model[3:] not in HF_MODELS and find_hf_config(model[3:]) is None:
+        return f"{head} Measuring it needs its configuration: {missing_hf_config(model[3:])}"
+    able = [
+        (gpu, i)
+        for gpu, i in needed.items()
+        if spec.model.precision != "bf16" or (i.gpu is not None and i.gpu.bf16_flops_per_s is not None)
+    ]
+    on_gpu = f", or {measure_command(spec, model, able[0][0], able[0][1].name)}" if able else ""
     return (
-        f"on a {instance} VM: srifty profile --model {model} --device cuda "
-        f"--out profiles/{profile_filename(model, gpu)}"
+        f"{head} Measure one on a CPU: `{profile_command(spec, model, 'cpu')}` (srifty estimates every GPU "
+        f"from it){on_gpu}."
     )
 
 
@@ -81,6 +130,8 @@ def resolve_profiles(
     """
     from srifty.compute.provenance import check_one_machine, mixing_warnings
 
+    check_model_name(spec)
+    noisy_listed: list[str] = []
     available: dict[str, Profile] = {}
     sources: dict[str, str] = {}
     for path in spec.model.profiles:
@@ -89,6 +140,9 @@ def resolve_profiles(
         label = profile.device.label
         available[label] = profile
         sources[label] = f"{'estimated' if profile.is_estimate else 'measured'}: {path}"
+        noisy = profile.noisy_samples()
+        if noisy is not None:
+            noisy_listed.append(f"{path}: {noisy}")
     model_name = spec.model.name or next(iter(available.values())).model
     for profile in bundled_profiles_for(model_name):
         label = profile.device.label
@@ -97,12 +151,14 @@ def resolve_profiles(
             sources[label] = f"bundled, measured on {profile.device.name} ({profile.device.kind})"
     named = {f"{label} ({sources[label]})": p for label, p in available.items()}
     check_one_machine(named)
-    warnings = mixing_warnings(named)
+    warnings = mixing_warnings(named) + noisy_listed
     hints: dict[str, str] = {}
     needed: dict[str, str] = {}
+    first: dict[str, InstanceType] = {}
     targets = instances if instances is not None else [o.instance for o in expand_offers(spec, catalog)]
     for instance in targets:
         needed.setdefault(instance.gpu_name, instance.name)
+        first.setdefault(instance.gpu_name, instance)
     profiles: dict[str, Profile] = {}
     for gpu, instance_name in needed.items():
         if gpu in available:
@@ -110,10 +166,8 @@ def resolve_profiles(
             continue
         measured = [p for p in available.values() if not p.is_estimate]
         if not measured:
-            raise ProfileError(
-                f"no profile of {model_name} to plan with: none listed in the spec, none bundled. Measure one: "
-                f"{measure_command(model_name, gpu, instance_name)}, or `srifty profile --model {model_name}` on a CPU."
-            )
+            precisions = {p.precision for p in bundled_profiles_for(model_name)}
+            raise ProfileError(_nothing_to_plan_with(spec, model_name, first, precisions))
         try:
             estimate, reason = _estimate(measured, catalog, gpu)
         except (ProfileError, CatalogError) as err:  # name the files it could not estimate from
@@ -124,7 +178,7 @@ def resolve_profiles(
             continue
         profiles[gpu] = estimate
         sources[gpu] = f"estimated from {reason}"
-        hints[gpu] = measure_command(model_name, gpu, instance_name)
+        hints[gpu] = measure_command(spec, model_name, gpu, instance_name)
     return profiles, {gpu: sources[gpu] for gpu in profiles}, hints, warnings
 
 
@@ -139,13 +193,21 @@ def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Prof
 
 
 def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:
-    """The spec's bandwidth model file, or the embedded default (see :mod:`srifty.network.default`)."""
-    from srifty.network import BandwidthModel, load_default_model
+    """The spec's bandwidth model file, or the embedded default (see :mod:`srifty.network.default`), loaded
+    once per process (a run re-plans with it; it is only read)."""
+    from srifty.network import BandwidthModel
     from srifty.network.default import DEFAULT_MODEL_SOURCE
 
     if spec.network_model is not None:
         return BandwidthModel.load(spec.network_model), f"file: {spec.network_model}"
-    return load_default_model(), DEFAULT_MODEL_SOURCE
+    return _default_net_model(), DEFAULT_MODEL_SOURCE
+
+
+@functools.cache
+def _default_net_model() -> Any:
+    from srifty.network import load_default_model
+
+    return load_default_model()
 
 
 #: The transfer a network note describes: a 64 MiB gradient bucket (bandwidth-bound on every fabric).

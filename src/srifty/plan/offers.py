@@ -6,6 +6,9 @@ type of the bundled catalog in those clouds and regions, on every market it is s
 ``filter`` (GPU names, GPUs per VM, market) and ``zones``, each with ``quota[type]`` or ``default_quota``
 VMs. A filter that leaves nothing is a spec error naming that filter.
 
+Zones an account must opt in to (AWS Local and Wavelength Zones, :mod:`srifty.catalog.zones`) are left out
+of every offer unless the spec names them in ``zones`` or a candidate's ``zone``.
+
 Pure functions of the spec and the catalog.
 """
 
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from srifty.catalog import Catalog, InstanceType, Market
+from srifty.catalog import Catalog, InstanceType, Market, opt_in_kind, without_opt_in_zones
 from srifty.errors import SpecError
 from srifty.spec import JobSpec
 from srifty.spec.model import CandidateSpec
@@ -55,6 +58,37 @@ def search_places(spec: JobSpec, catalog: Catalog) -> list[tuple[str, str]]:
     return places
 
 
+def named_zones(spec: JobSpec) -> frozenset[str]:
+    """Zones the spec names (``zones`` and candidates' ``zone``): opt-in zones among them may be planned in."""
+    return frozenset(spec.zones) | {c.zone for c in spec.candidates if c.zone is not None}
+
+
+def _usable(spec: JobSpec, types: Sequence[InstanceType]) -> list[InstanceType]:
+    """``types`` without the opt-in zones the spec does not name."""
+    allowed = named_zones(spec)
+    return [without_opt_in_zones(t, allowed) for t in types]
+
+
+def excluded_opt_in_zones(spec: JobSpec, catalog: Catalog) -> dict[str, str]:
+    """Opt-in zones of the spec's clouds and regions that planning leaves out, with their kind
+    (``{"usw2-lax1-az1": "AWS Local Zone"}``); none when the spec lists its ``zones`` (it plans in those only)."""
+    if spec.zones:
+        return {}
+    places = set(search_places(spec, catalog)) | {
+        p for c in spec.candidates for p in _candidate_places(spec, catalog, c)
+    }
+    allowed = named_zones(spec)
+    out: dict[str, str] = {}
+    for t in catalog.instance_types:
+        if (t.cloud, t.region) not in places:
+            continue
+        for zone in t.zones:
+            kind = opt_in_kind(t.cloud, zone)
+            if kind is not None and zone not in allowed:
+                out[zone] = f"{t.cloud.upper()} {kind}"
+    return dict(sorted(out.items()))
+
+
 def _scope(places: Sequence[tuple[str, str]]) -> str:
     by_cloud: dict[str, list[str]] = {}
     for cloud, region in places:
@@ -83,7 +117,7 @@ def auto_offers(spec: JobSpec, catalog: Catalog) -> tuple[Offer, ...]:
     """
     places = search_places(spec, catalog)
     scope = _scope(places) or ", ".join(spec.search_clouds)
-    types = [t for t in catalog.instance_types if (t.cloud, t.region) in places]
+    types = _usable(spec, [t for t in catalog.instance_types if (t.cloud, t.region) in places])
     if not types:
         raise SpecError(f"the bundled catalog has no GPU instance type in {scope}; choose other regions or clouds.")
     wanted = spec.filter
@@ -141,10 +175,30 @@ def listed_offers(spec: JobSpec, catalog: Catalog) -> tuple[Offer, ...]:
             where = f"zones {', '.join(spec.zones)}" if spec.zones else _scope(_candidate_places(spec, catalog, cand))
             raise SpecError(
                 f"candidates[{index}]: {cand.instance_type} is not sold on the {cand.market} market in {where} in "
-                "the bundled catalog; choose another market, region or type (`srifty catalog list`)."
+                f"the bundled catalog{_opt_in_hint(spec, catalog, cand)}; choose another market, region or type "
+                "(`srifty catalog list`)."
             )
         offers.extend(found)
     return tuple(offers)
+
+
+def _opt_in_hint(spec: JobSpec, catalog: Catalog, cand: CandidateSpec) -> str:
+    """`` outside opt-in zones (it is sold in use1-atl2-az1, ...)`` where that is why a candidate has no offer."""
+    if spec.zones:
+        return ""
+    places = _candidate_places(spec, catalog, cand)
+    zones = sorted(
+        (t.cloud, z)
+        for t in catalog.instance_types
+        if t.name == cand.instance_type and (t.cloud, t.region) in places and cand.market in _markets(t, None)
+        for z in (t.zones if cand.market == "on_demand" else dict(t.spot_usd_per_hour_by_zone))
+    )
+    if not zones or not all(opt_in_kind(cloud, z) for cloud, z in zones):
+        return ""
+    return (
+        f" outside opt-in zones (it is sold only in {', '.join(z for _, z in zones)}, which an account must opt in "
+        "to; name the zone in `zones:` or the candidate's `zone:` to plan there)"
+    )
 
 
 def _candidate_places(spec: JobSpec, catalog: Catalog, cand: CandidateSpec) -> list[tuple[str, str]]:
@@ -155,11 +209,10 @@ def _candidate_places(spec: JobSpec, catalog: Catalog, cand: CandidateSpec) -> l
 
 def _candidate_offers(spec: JobSpec, catalog: Catalog, cand: CandidateSpec) -> list[Offer]:
     places = _candidate_places(spec, catalog, cand)
-    out = []
-    for t in catalog.instance_types:
-        if t.name == cand.instance_type and (t.cloud, t.region) in places and cand.market in _markets(t, None):
-            out.append(Offer(t, cand.market, cand.quota, cand.zone))
-    return out
+    named = [t for t in catalog.instance_types if t.name == cand.instance_type and (t.cloud, t.region) in places]
+    return [
+        Offer(t, cand.market, cand.quota, cand.zone) for t in _usable(spec, named) if cand.market in _markets(t, None)
+    ]
 
 
 def expand_offers(spec: JobSpec, catalog: Catalog) -> tuple[Offer, ...]:

@@ -13,6 +13,7 @@ says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from srifty.plan.result import Infeasibility, PlacementOutcome, Plan, pareto_fro
 from srifty.plan.scoring import Scored, best_of, objective, preference, score
 from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, LatencyFn, Mode
 from srifty.plan.space import count_configs
+from srifty.units import usd_text
 from srifty.vocab import Config
 
 
@@ -159,6 +161,52 @@ def _price_everywhere(
                 pool[moved.key] = score(problem, moved, predictor.predict(moved))
 
 
+def cheapest_within(
+    fast: Plan, cheap: Plan | None, problems: Sequence[PlanProblem], tolerance: float, top_k: int = 5
+) -> Plan:
+    """``goal: min_time`` with a time tolerance: the cheapest feasible configuration whose job time is within
+    ``tolerance`` (a fraction) of the fastest one's, from both searches.
+
+    Args:
+        fast: the min-time plan; its best sets the limit ``time · (1 + tolerance)``.
+        cheap: a min-cost search of ``problems`` under that limit as a deadline (``None`` when pruning left
+            nothing); its configurations are scored again against ``problems`` (the user's own constraints).
+        problems: the job's problems, one per placement, with the user's goal and constraints.
+    """
+    fastest = fast.best
+    if fastest is None or not fastest.feasible:
+        return fast
+    limit = fastest.time_s * (1.0 + tolerance)
+    by_place = {_where(p.placement): p for p in problems if p.placement is not None}
+    pool = {s.config.key: s for s in fast.evaluated}
+    for s in cheap.evaluated if cheap is not None else ():
+        problem = by_place.get(_placement_of(s))
+        if s.config.key not in pool and problem is not None:
+            pool[s.config.key] = score(problem, s.config, s.estimate)
+    scored = list(pool.values())
+    mixed = len({full_vm_price(s) for s in scored}) > 1
+
+    def key(s: Scored) -> tuple[object, ...]:
+        within = s.time_s <= limit
+        first = s.cost_usd if within else s.time_s
+        return (mixed and not full_vm_price(s), not within, first, *preference("min_time", s))
+
+    ranked = sorted((s for s in scored if s.feasible), key=key)
+    best = ranked[0]
+    return dataclasses.replace(
+        fast,
+        problem=_problem_of(problems, best),
+        best=best,
+        alternatives=tuple(_distinct(ranked[1:], best)[:top_k]),
+        pareto=tuple(pareto_front([s for s in scored if full_vm_price(s)] if mixed else scored)),
+        n_evaluated=len(scored),
+        evaluated=tuple(scored),
+        n_predicted=cheap.n_predicted if cheap is not None else fast.n_predicted,
+        time_tolerance=tolerance,
+        fastest=None if best.config.key == fastest.config.key else fastest,
+    )
+
+
 def nothing_left(problems: Sequence[PlanProblem], pruning: Pruning, method: str) -> Plan:
     """The plan when pruning left nothing to search: every type misses the deadline or budget on its bound, or
     no configuration places the global batch; the homogeneous study shows the closest configurations."""
@@ -225,7 +273,7 @@ def _skip_reason(
     value = objective(goal, incumbent)[0]
     if bound <= value:
         return None
-    unit = (lambda v: f"{v:,.0f} s") if goal == "min_time" else (lambda v: f"${v:,.2f}")
+    unit = (lambda v: f"{v:,.0f} s") if goal == "min_time" else usd_text
     return f"nothing here can beat {unit(value)} ({incumbent.config}, {incumbent.config.where()}): bound {unit(bound)}"
 
 

@@ -39,7 +39,7 @@ from srifty.plan.problem import Candidate, Placement, PlanProblem
 from srifty.plan.scoring import Scored, best_of, score
 from srifty.plan.space import count_configs
 from srifty.sim import profile_for
-from srifty.units import SECONDS_PER_HOUR
+from srifty.units import SECONDS_PER_HOUR, usd_text
 from srifty.vocab import Config, ConfigGroup
 
 FloorFn = Callable[[Candidate, int], float]
@@ -190,7 +190,7 @@ def _rule(
         return (
             "budget",
             lb_cost,
-            f"any configuration with it costs ≥ ${lb_cost:,.2f} > budget ${problem.budget_usd:,.2f}",
+            f"any configuration with it costs ≥ {usd_text(lb_cost)} > budget {usd_text(problem.budget_usd)}",
         )
     if incumbent is None:
         return None
@@ -205,7 +205,7 @@ def _rule(
         return (
             "bound",
             lb_cost,
-            f"any configuration with it costs ≥ ${lb_cost:,.2f}, more than ${incumbent.cost_usd:,.2f} for "
+            f"any configuration with it costs ≥ {usd_text(lb_cost)}, more than {usd_text(incumbent.cost_usd)} for "
             f"{incumbent.config} ({incumbent.config.where()})",
         )
     return None

@@ -56,6 +56,9 @@ class Plan:
         n_predicted: distinct configurations the predictor was asked about (a configuration in several zones
             is predicted once).
         explanation: why this configuration and placement won, in sentences.
+        time_tolerance: for ``min_time``, how much slower than the fastest job time (a fraction) the chosen
+            configuration may be, the cheapest within it winning; ``None`` when not applied.
+        fastest: the fastest feasible configuration found, when ``time_tolerance`` chose another.
     """
 
     method: str
@@ -80,6 +83,8 @@ class Plan:
     pruning: Pruning | None = None
     n_predicted: int | None = None
     explanation: tuple[str, ...] = ()
+    time_tolerance: float | None = None
+    fastest: Scored | None = None
 
     @property
     def feasible(self) -> bool:
@@ -99,6 +104,7 @@ class Plan:
             "deadline_s": p.deadline_s,
             "budget_usd": p.budget_usd,
             "overhead_s": p.overhead_s,
+            "time_tolerance": self.time_tolerance,
             "candidates": [
                 {
                     "instance_type": c.instance.name,
@@ -123,6 +129,7 @@ class Plan:
             "solve_time_s": self.solve_time_s,
             "feasible": self.feasible,
             "best": None if self.best is None else scored_dict(self.best),
+            "fastest": None if self.fastest is None else scored_dict(self.fastest),
             "alternatives": [scored_dict(s) for s in self.alternatives],
             "pareto": [scored_dict(s) for s in self.pareto],
             "infeasibility": None

@@ -13,6 +13,7 @@ programming before anything is simulated.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from typing import Literal
@@ -75,8 +76,16 @@ def count_configs(problem: PlanProblem) -> int:
 
 def _ways(cands: Sequence[Candidate], global_batch: int) -> float:
     """Assignments of ``cands`` placing exactly ``global_batch`` samples (at least one VM)."""
-    shares = [cand.gpus * b for cand in cands for b in cand.batches]
-    capacity = sum(cand.quota * cand.gpus * max(cand.batches, default=0) for cand in cands)
+    return _ways_of_shapes(tuple((c.gpus, c.quota, c.batches) for c in cands), global_batch)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ways_of_shapes(shapes: tuple[tuple[int, int, tuple[int, ...]], ...], global_batch: int) -> float:
+    """:func:`_ways` of candidates given as ``(GPUs per VM, quota, batches)``: the count depends on nothing
+    else, so the zones of one region (the same types, the same quotas) and a search run twice over the same
+    problems count each space once (it is a pure function of its arguments)."""
+    shares = [gpus * b for gpus, _, batches in shapes for b in batches]
+    capacity = sum(quota * gpus * max(batches, default=0) for gpus, quota, batches in shapes)
     if not shares or capacity < global_batch:
         return 0.0
     unit = math.gcd(*shares)
@@ -85,10 +94,10 @@ def _ways(cands: Sequence[Candidate], global_batch: int) -> float:
     total = global_batch // unit
     ways = np.zeros(total + 1)
     ways[0] = 1.0
-    for cand in cands:
+    for gpus, quota, batches in shapes:
         nxt = ways.copy()
-        for b in cand.batches:
-            nxt += _shifted_window_sum(ways, cand.gpus * b // unit, min(cand.quota, total))
+        for b in batches:
+            nxt += _shifted_window_sum(ways, gpus * b // unit, min(quota, total))
         ways = nxt
     return float(ways[total]) if total > 0 else 0.0
 

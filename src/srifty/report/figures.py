@@ -4,7 +4,8 @@
 * time against cost, every configuration, the Pareto front, the chosen plans marked;
 * predicted against measured (true) iteration time, with the line of perfect prediction;
 * MAPE by model, world size and instance type (accuracy runs);
-* the runtime timeline: iterations done against time, with its events;
+* the runtime timeline: iterations done against time, with its events; the loss each iteration reported,
+  and iterations per second over time;
 * over seeds: each method's ratios to the reference as a box with every seed's point (broken constraints and
   missing plans drawn above the top, at "∞").
 """
@@ -224,6 +225,59 @@ def timeline(title: str, records: Sequence[Mapping[str, Any]]) -> Any:
     for target in sorted(targets):
         fig.add_hline(y=target, line={"width": 1, "dash": "dash", "color": "#2ca02c"}, annotation_text="all iterations")
     return _layout(fig, title, "time (s)", "iterations done")
+
+
+def launch_segments(records: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The iteration records split where the count goes back (a relaunch from an earlier checkpoint)."""
+    segments: list[list[Mapping[str, Any]]] = []
+    last = None
+    for r in records:
+        if r["event"] != "iteration":
+            continue
+        if last is None or int(r["iteration"]) <= last:
+            segments.append([])
+        segments[-1].append(r)
+        last = int(r["iteration"])
+    return segments
+
+
+def loss_curve(title: str, records: Sequence[Mapping[str, Any]]) -> Any:
+    """The training loss each iteration reported, against the iteration; one line per launch, so that the
+    iterations run again after a roll-back to a checkpoint show as a second line over the first."""
+    go = _go()
+    fig = go.Figure()
+    for i, segment in enumerate(launch_segments(records)):
+        points = [r for r in segment if isinstance(r.get("loss"), int | float)]
+        if points:
+            fig.add_trace(
+                go.Scatter(
+                    x=[r["iteration"] for r in points],
+                    y=[r["loss"] for r in points],
+                    mode="lines",
+                    name=f"launch {i + 1}" if i else "loss",
+                )
+            )
+    return _layout(fig, title, "iteration", "loss")
+
+
+def throughput_over_time(title: str, records: Sequence[Mapping[str, Any]], window: int = 10) -> Any:
+    """Iterations per second against time: over each ``window`` consecutive iterations of one launch (a
+    launch's start-up and a roll-back are not counted as progress)."""
+    go = _go()
+    fig = go.Figure()
+    for i, segment in enumerate(launch_segments(records)):
+        times = [float(r["time_s"]) for r in segment]
+        iters = [int(r["iteration"]) for r in segment]
+        xs, ys = [], []
+        for end in range(1, len(segment)):
+            start = max(0, end - window)
+            elapsed = times[end] - times[start]
+            if elapsed > 0:
+                xs.append(times[end])
+                ys.append((iters[end] - iters[start]) / elapsed)
+        if xs:
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"launch {i + 1}"))
+    return _layout(fig, title, "time (s)", "iterations per second")
 
 
 def _event_text(record: Mapping[str, Any]) -> str:

@@ -225,7 +225,13 @@ def timeline_sections(records: Sequence[Mapping[str, Any]], source: str) -> list
     text = f"{len(records)} records from {source}; events: " + (
         ", ".join(f"{r['event']} at {r['time_s']:.0f} s" for r in events[:12]) or "none"
     )
-    return [Section("Runtime timeline", (_p(text),), (figures.timeline("iterations done against time", records),))]
+    charts = [figures.timeline("iterations done against time", records)]
+    segments = figures.launch_segments(records)
+    if any(isinstance(r.get("loss"), int | float) for segment in segments for r in segment):
+        charts.append(figures.loss_curve("training loss per iteration", records))
+    if any(len(segment) > 1 for segment in segments):
+        charts.append(figures.throughput_over_time("throughput over time (10-iteration window)", records))
+    return [Section("Runtime timeline", (_p(text),), tuple(charts))]
 
 
 def sections_for(item: ReportInput) -> list[Section]:

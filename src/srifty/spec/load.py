@@ -181,14 +181,19 @@ def _check_places(spec: JobSpec, catalog: Catalog, source: str) -> None:
 
 
 def _check_auto(spec: JobSpec, catalog: Catalog, source: str) -> None:
-    """GPU names in the filter and type names in ``quota`` must exist in the catalog."""
-    gpus = catalog.gpu_names()
+    """GPU names in the filter must be sold in the spec's clouds and regions, and type names in ``quota`` must
+    exist in the catalog."""
+    clouds, regions = set(spec.search_clouds), set(spec.search_regions)
+    gpus = sorted(
+        {t.gpu_name for t in catalog.instance_types if t.cloud in clouds and (not regions or t.region in regions)}
+    )
     lowered = {g.lower() for g in gpus}
+    scope = ", ".join(sorted(regions)) or ", ".join(sorted(clouds))
     for gpu in spec.filter.gpus:
         if gpu.lower() not in lowered:
-            raise SpecError(
-                f"{source}: filter.gpus: unknown GPU '{gpu}'.{did_you_mean(gpu, gpus)} Known GPUs: {', '.join(gpus)}."
-            )
+            elsewhere = gpu.lower() in {g.lower() for g in catalog.gpu_names()}
+            what = f"'{gpu}' is not sold in {scope}" if elsewhere else f"unknown GPU '{gpu}'"
+            raise SpecError(f"{source}: filter.gpus: {what}.{did_you_mean(gpu, gpus)} GPUs there: {', '.join(gpus)}.")
     names = catalog.names()
     for name in spec.quota:
         if name not in names:

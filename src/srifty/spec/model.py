@@ -50,6 +50,11 @@ Market = Annotated[Literal["spot", "on_demand"], BeforeValidator(_market_alias)]
 MAX_GLOBAL_BATCH = 2**24
 MAX_QUOTA = 100_000
 
+#: ``goal: min_time`` without ``time_tolerance``: the cheapest configuration within 3 % of the fastest job time.
+#: Near the fastest, time is flat and cost is steep (a job of 175 s could spend 9x the money to finish 0.5 %
+#: sooner), so the last few percent are rarely worth it.
+DEFAULT_TIME_TOLERANCE = 0.03
+
 # Paper (section "Continual Optimization", evaluation): EC2 launch expected 150 s, EBS detach 5 s.
 DEFAULT_VM_LAUNCH_S = 150.0
 DEFAULT_CHECKPOINT_RESTORE_S = 5.0
@@ -151,6 +156,7 @@ class JobSpec(_Strict):
     global_batch: PositiveInt = Field(le=MAX_GLOBAL_BATCH)
     iterations: PositiveInt
     goal: Goal
+    time_tolerance: float | None = Field(default=None, ge=0.0, le=1.0)
     deadline_s: PositiveFloat | None = None
     budget_usd: PositiveFloat | None = None
     cloud: Cloud = "aws"
@@ -212,6 +218,23 @@ class JobSpec(_Strict):
             raise ValueError("give either `cloud` or `clouds`, not both")
         return self
 
+    @model_validator(mode="after")
+    def _tolerance_needs_min_time(self) -> JobSpec:
+        if self.time_tolerance is not None and self.goal != "min_time":
+            raise ValueError(
+                "time_tolerance applies to `goal: min_time` only (the cheapest configuration within that share of "
+                "the fastest job time); remove it, or set `goal: min_time`"
+            )
+        return self
+
+    @property
+    def min_time_tolerance(self) -> float:
+        """For ``min_time``: how much slower than the fastest job time the chosen configuration may be (a
+        fraction; ``time_tolerance`` or :data:`DEFAULT_TIME_TOLERANCE`); 0 for ``min_cost``."""
+        if self.goal != "min_time":
+            return 0.0
+        return DEFAULT_TIME_TOLERANCE if self.time_tolerance is None else self.time_tolerance
+
     @property
     def auto_candidates(self) -> bool:
         """Whether the planner chooses the candidates from the catalog (``candidates: auto``, stored as ``()``)."""
@@ -245,12 +268,13 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "description": "a string",
     "model": "a model name (for example resnet50) or a mapping with `name` and/or `profiles`",
     "model.name": "a non-empty model name: a torchvision name, hf:<config> or package.module:factory",
-    "model.precision": "one of 'fp32', 'bf16'",
+    "model.precision": "one of 'fp32', 'bf16', 'fp16' (the numeric precision the profiles were measured in)",
     "model.seq_len": "a positive integer (tokens per sample)",
     "model.profiles": "a list of profile file paths",
     "global_batch": f"a positive integer up to {MAX_GLOBAL_BATCH:,} (samples per iteration across all GPUs)",
     "iterations": "a positive integer",
     "goal": "one of 'min_time', 'min_cost'",
+    "time_tolerance": "a fraction from 0 to 1 (0.03: the cheapest configuration within 3 % of the fastest job time)",
     "deadline_s": "a positive number of seconds, or absent",
     "budget_usd": "a positive number of US dollars, or absent",
     "cloud": "one of 'aws', 'gcp', 'azure'",

@@ -7,6 +7,8 @@ measures compute, not data loading.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from srifty.compute.hf_configs import require_hf_config
 from srifty.compute.names import HF_MODELS, ModelKind, parse_model_name
 from srifty.errors import ProfileError
 
@@ -157,28 +160,34 @@ def _torchvision(name: str, image_size: int | None, num_classes: int) -> Workloa
 
 
 def _huggingface(key: str, seq_len: int) -> Workload:
+    """A ``transformers`` language model built from its configuration (srifty's short names, or any config
+    :func:`~srifty.compute.hf_configs.require_hf_config` finds), fed random token ids; its own loss."""
     import transformers
 
-    family, overrides = HF_MODELS[key]
-    if family == "bert":
-        config: Any = transformers.BertConfig(**overrides)
-        model: nn.Module = transformers.BertForMaskedLM(config)
-        vocab = config.vocab_size
-    elif family == "gpt2":
-        config = transformers.GPT2Config(**overrides)
-        model = transformers.GPT2LMHeadModel(config)
-        vocab = config.vocab_size
+    if key in HF_MODELS:
+        family, overrides = HF_MODELS[key]
+        kinds = {"bert": "BertForMaskedLM", "gpt2": "GPT2LMHeadModel", "xlm": "XLMWithLMHeadModel"}
+        fields: dict[str, Any] = {"model_type": family, "architectures": [kinds[family]], **overrides}
+        source = f"srifty's hf:{key}"
     else:
-        config = transformers.XLMConfig(**overrides)
-        model = transformers.XLMWithLMHeadModel(config)
-        vocab = config.vocab_size
+        found = require_hf_config(key)
+        fields, source = dict(found.fields), found.source
+    config, model_class = _hf_model_class(transformers, key, fields, source)
+    model: nn.Module = model_class(config)
+    vocab = int(getattr(config, "vocab_size", 0) or 0)
+    if vocab < 1:
+        raise ProfileError(f"hf:{key} ({source}) has no vocab_size; srifty feeds language models token ids.")
     limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
     if limit is not None and seq_len > limit:
         raise ProfileError(f"hf:{key} takes at most {limit} tokens per sample; got seq_len={seq_len}.")
+    seq2seq = bool(getattr(config, "is_encoder_decoder", False))
 
     def make_batch(batch_size: int) -> tuple[Any, Any]:
         ids = torch.randint(0, vocab, (batch_size, seq_len))
-        return {"input_ids": ids, "labels": ids}, None
+        inputs = {"input_ids": ids, "labels": ids}  # an encoder-decoder shifts the labels into its decoder
+        if seq2seq and getattr(config, "decoder_start_token_id", None) is None:
+            inputs["decoder_input_ids"] = ids
+        return inputs, None
 
     def loss_fn(output: Any, _target: Any) -> torch.Tensor:
         return output.loss
@@ -186,12 +195,49 @@ def _huggingface(key: str, seq_len: int) -> Workload:
     return Workload(f"hf:{key}", "hf", model, make_batch, loss_fn, f"{seq_len} tokens")
 
 
+#: Heads srifty can train from token ids alone (its own labels), tried in this order when a config names none.
+_LM_HEADS = ("AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoModelForSeq2SeqLM")
+
+
+def _hf_model_class(transformers: Any, key: str, fields: dict[str, Any], source: str) -> tuple[Any, Any]:
+    """The ``transformers`` config and the class that builds a trainable language model from it.
+
+    Raises:
+        ProfileError: a model type this ``transformers`` does not know, or no language-model head for it.
+    """
+    fields = dict(fields)
+    model_type = fields.pop("model_type")
+    architectures = fields.pop("architectures", None) or []
+    for unused in ("_name_or_path", "transformers_version", "auto_map"):
+        fields.pop(unused, None)
+    try:
+        config = transformers.AutoConfig.for_model(model_type, **fields)
+    except (ValueError, KeyError) as err:
+        raise ProfileError(
+            f"hf:{key} ({source}): transformers {transformers.__version__} cannot build model type "
+            f"'{model_type}' ({err}); upgrade transformers or choose another model."
+        ) from None
+    named = [getattr(transformers, a, None) for a in architectures]
+    trainable = [c for c, a in zip(named, architectures, strict=True) if c is not None and a.endswith(_LM_SUFFIXES)]
+    if trainable:
+        return config, trainable[0]
+    for head in _LM_HEADS:
+        auto = getattr(transformers, head)
+        if type(config) in auto._model_mapping:
+            return config, auto._model_mapping[type(config)]
+    raise ProfileError(
+        f"hf:{key} ({source}): srifty trains language models from random token ids, and '{model_type}' "
+        f"({', '.join(architectures) or 'no architecture named'}) has no causal, masked or sequence-to-sequence "
+        "language-model head in transformers; profile it as package.module:function instead."
+    )
+
+
+_LM_SUFFIXES = ("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForConditionalGeneration", "WithLMHeadModel")
+
+
 def _factory(path: str, sample: SampleSpec | None = None) -> Workload:
     module_name, _, func_name = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ProfileError(f"cannot import '{module_name}' for model '{path}': {err}. Is it on PYTHONPATH?") from None
+    module = _import_factory_module(module_name, path)
     factory = getattr(module, func_name, None)
     if not callable(factory):
         raise ProfileError(f"'{module_name}' has no function '{func_name}' (model '{path}').")
@@ -209,6 +255,26 @@ def _factory(path: str, sample: SampleSpec | None = None) -> Workload:
         )
     model, make_batch, loss_fn = made
     return Workload(path, "factory", model, make_batch, loss_fn, "factory-defined sample")
+
+
+def _import_factory_module(module_name: str, path: str) -> Any:
+    """Import the factory's module from ``sys.path`` or, as ``python -m`` would, from the current folder (the
+    ``srifty`` command's own ``sys.path`` starts at its script's folder, not there).
+
+    Raises:
+        ProfileError: neither has it, or importing it failed.
+    """
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.append(here)  # after PYTHONPATH and installed packages, which keep precedence
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as err:
+        raise ProfileError(
+            f"cannot import '{module_name}' for model '{path}': {err}. srifty looks for it on PYTHONPATH, among "
+            f"installed packages and in the current folder ({here}); run srifty from the folder that holds "
+            f"{module_name.split('.')[0]}/ (or {module_name.split('.')[0]}.py), or add that folder to PYTHONPATH."
+        ) from None
 
 
 def _bare_module(path: str, model: nn.Module, sample: SampleSpec | None) -> Workload:
