@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmark scripts: machine description and BENCHMARKS.md section updates."""
+"""Helpers shared by the benchmark scripts: machine description, BENCHMARKS.md section updates, and what other
+processes used of the CPU during a run."""
 
 from __future__ import annotations
 
@@ -40,3 +41,28 @@ def write_section(heading: str, body: str, path: Path = BENCHMARKS_MD) -> None:
     found = pattern.search(text)
     text = pattern.sub(lambda _m: block, text, count=1) if found else text.rstrip("\n") + "\n\n" + block
     atomic_write_text(path, text.rstrip("\n") + "\n")
+
+
+def cpu_seconds() -> dict[int, tuple[bool, float]]:
+    """Every process's CPU time so far (s), and whether it is this checkout's (its command or working folder is
+    under the repository: the benchmark, srifty, torchrun and the workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            cpu_s = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            ours = str(ROOT) in command or os.readlink(f"/proc/{entry}/cwd").startswith(str(ROOT))
+            found[int(entry)] = (ours, cpu_s)
+    return found
+
+
+def others_cores(before: dict[int, tuple[bool, float]], after: dict[int, tuple[bool, float]], wall_s: float) -> float:
+    """Cores used on average by processes not of this checkout between two snapshots (those that ended in
+    between are not counted: a lower bound)."""
+    used = sum(cpu - before.get(pid, (ours, 0.0))[1] for pid, (ours, cpu) in after.items() if not ours)
+    return used / wall_s

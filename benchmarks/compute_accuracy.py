@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import probe_rules
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.compute import latency as current_latency
 
@@ -82,19 +83,33 @@ def mape(pred: np.ndarray, truth: np.ndarray) -> float:
     return float(np.mean(np.abs(pred - truth) / truth) * 100.0)
 
 
-def score(raw: Raw, flat_floor: bool = False, lat: Any = current_latency) -> dict[str, Any]:
-    """MAPE of srifty (and of APM's line) per phase at unprobed batches; ``lat`` is the latency module."""
+def halves(raw: Raw) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, float]]]:
+    """Per batch and phase, the robust mean of the even timed iterations (what probes see) and of the odd
+    ones (the truth)."""
     batches = sorted(raw)
     fit_half = {b: {ph: robust_mean(raw[b][ph][0::2]) for ph in PHASES} for b in batches}
     truth_half = {b: {ph: robust_mean(raw[b][ph][1::2]) for ph in PHASES} for b in batches}
+    return fit_half, truth_half
+
+
+def score(raw: Raw, flat_floor: bool = False, lat: Any = current_latency) -> dict[str, Any]:
+    """MAPE of srifty (and of APM's line) per phase at unprobed batches; ``lat`` is the latency module."""
+    batches = sorted(raw)
+    fit_half, truth_half = halves(raw)
     kwargs = {"flat_floor": flat_floor} if "flat_floor" in lat.fit_latency_curve.__code__.co_varnames else {}
     model_iter = lat.fit_latency_curve(lambda b: fit_half[b]["iter"], max(batches), n_probes=4, **kwargs)
     probes = sorted(model_iter.probe_batches)
     held_out = [b for b in batches if b not in probes]
     result: dict[str, Any] = {"n_probes": len(probes), "n_scored": len(held_out), "probes": probes}
+    phase_fit = getattr(lat, "fit_phase_model", None)
     for ph in PHASES:
         ys = [fit_half[b][ph] for b in probes]
-        ours = model_iter if ph == "iter" else lat.fit_piecewise_linear(probes, ys, **kwargs)
+        if ph == "iter":
+            ours = model_iter
+        elif phase_fit is not None:
+            ours = phase_fit(probes, ys, **kwargs)
+        else:
+            ours = lat.fit_piecewise_linear(probes, ys, **kwargs)
         line = lat.fit_linear(probes, ys)
         truth = np.array([truth_half[b][ph] for b in held_out])
         result[f"srifty_{ph}"] = mape(ours.predict_ms(held_out), truth)
@@ -167,6 +182,26 @@ def table(rows: list[tuple[str, Raw, dict[str, Any], dict[str, Any] | None]], pa
     return lines
 
 
+def lomo_table(curves: dict[str, Raw], paper: bool) -> tuple[list[str], probe_rules.Rule]:
+    """Leave-one-model-out choice among :mod:`benchmarks.probe_rules`' 36 rules: per model, the rule chosen on
+    the others and its errors on it; and the rule chosen on all of them."""
+    scores = {m: probe_rules.score_rules(*halves(raw)) for m, raw in curves.items()}
+    held = probe_rules.leave_one_model_out(scores)
+    lines = ["| model held out | rule chosen on the others (placement; segments) | fwd | bwd | iter |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for model, (rule, errors) in held.items():
+        lines.append(f"| {model} | {rule[0]}; {rule[1]} | " + " | ".join(f"{e:.1f}%" for e in errors) + " |")
+    mean = np.mean([errors for _, errors in held.values()], axis=0)
+    lines.append("| **mean (leave one model out)** | | " + " | ".join(f"**{e:.1f}%**" for e in mean) + " |")
+    if paper:
+        lines.append("| paper (GPU) | | 6.4% | 5.9% | 4.5% |")
+    picks = {rule for rule, _ in held.values()}
+    everything = probe_rules.chosen(scores, list(scores))
+    lines += ["", f"Distinct rules chosen over the {len(held)} folds: {len(picks)}. Chosen on all {len(held)} models: "
+              f"{everything[0]}; {everything[1]}."]  # fmt: skip
+    return lines, everything
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iters", type=int, default=8, help="timed iterations per batch (split in halves)")
@@ -198,14 +233,21 @@ def main() -> None:
     old = latency_at(args.before) if args.before else None
     cpu_rows = [(m, r, score(r), score(r, lat=old) if old else None) for m, r in cpu_raw.items()]
     gpu_raw = load_h200_raw(args.h200) if args.h200.is_file() else {}
-    gpu_rows = [(m, r, score(r, flat_floor=True), score(r, lat=old) if old else None) for m, r in gpu_raw.items()]
+    gpu_rows = [
+        (m, r, score(r, flat_floor=True), score(r, flat_floor=True, lat=old) if old else None)
+        for m, r in gpu_raw.items()
+    ]
+    gpu_lomo, gpu_rule = lomo_table(gpu_raw, paper=True) if gpu_raw else ([], ("", ""))
+    cpu_lomo, _ = lomo_table(cpu_raw, paper=False)
     measured = "re-scored from the saved sweeps (not measured again)" if args.from_raw else "measured now"
     command = "python -m benchmarks.compute_accuracy" + (" --from-raw" if args.from_raw else f" --iters {args.iters}")
     command += f" --before {args.before}" if args.before else ""
     before_note = (
-        f"*Before* is `fit_latency_curve` as of commit `{args.before}` (fourth probe just below the estimated "
-        "knee, no floor segment), on the same probes' data; *after* is this commit's (fourth probe nearest the "
-        "estimated knee in log batch; on a GPU the smallest probe may be a flat latency-bound floor)."
+        f"*Before* is `fit_latency_curve` as of commit `{args.before}` (on a GPU: the two largest, the smallest "
+        "and the candidate nearest the estimated knee, piecewise linear with a flat floor), on the same probes' "
+        "data; *after* (srifty) is this commit's: on a GPU, probes spread evenly in log batch and a smooth "
+        "maximum of a floor and a line (`srifty.compute.latency.fit_floor_line`), the rule chosen by the "
+        "leave-one-model-out cross-validation below; on a CPU, unchanged."
         if args.before
         else ""
     )
@@ -221,9 +263,23 @@ def main() -> None:
         "",
         *(table(gpu_rows, paper=True) if gpu_rows else ["(H200 curves not found; pass --h200)"]),
         "",
+        "**How the GPU rule was chosen: leave one model out** (issue 27). 36 candidate rules, fixed before scoring",
+        "(`benchmarks/probe_rules.py`: six probe placements by six segment models). For each H200 model, the rule",
+        "with the least mean error on the *other seven* is chosen and scored on it; the mean over the eight is the",
+        "error to expect on a model nobody scored. srifty ships the rule chosen on all eight"
+        + (f" ({gpu_rule[0]}; {gpu_rule[1]})." if gpu_raw else "."),
+        "",
+        *gpu_lomo,
+        "",
         f"**CPU** (this machine; fp32, SGD with momentum, synthetic inputs at native size), {measured}:",
         "",
         *table(cpu_rows, paper=False),
+        "",
+        "Leave one model out over the same 36 rules on the CPU sweeps (for comparison; srifty keeps its CPU rule,",
+        "the adaptive placement with piecewise-linear segments, which was chosen on all of these curves before, so",
+        "its figures above are in-sample):",
+        "",
+        *cpu_lomo,
         "",
         f"Command: `{command}` ({time.time() - started:.0f} s). Machine: {machine_description()}.",
         f"Raw CPU sweeps: `{RAW.relative_to(ROOT).as_posix()}` (measured with `python -m benchmarks.compute_accuracy",

@@ -610,7 +610,7 @@ def state_cases(draw: st.DrawFn) -> Case:
 SPEC_FILE = (("job.yaml", _yaml(BASE_SPEC)),)
 PROFILE_MIN = {
     "--max-batch": 1, "--warmup": 0, "--threads": 1, "--seq-len": 1, "--image-size": 1, "--iters": 2,
-    "--max-probes": 2, "--op-iters": 1,
+    "--max-probes": 2, "--op-iters": 1, "--interference-reps": 1,
 }  # fmt: skip
 FIT_MIN = {"--mtu-bytes": 1, "--trials": 0, "--folds": 2, "--jobs": 1}
 

@@ -1,4 +1,5 @@
-"""The piecewise-linear latency model and its adaptive probe placement."""
+"""The latency models and their probe placements: piecewise linear with adaptive probes (a CPU, and a GPU
+before issue 27: ``smooth=False``), and a GPU's smooth floor-and-line with probes spread in log batch."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from srifty.compute import LatencyModel, fit_latency_curve, fit_linear, fit_piecewise_linear
+from srifty.compute import LatencyModel, fit_latency_curve, fit_linear, fit_piecewise_linear, latency
 from srifty.compute.latency import default_candidates
 from srifty.errors import ProfileError
 
@@ -28,7 +29,7 @@ def test_exact_recovery_of_hockey_sticks_at_candidates(
     floor: float, slope: float, knee_exp: float, max_exp: int
 ) -> None:
     curve = hockey_stick(floor, slope, 2.0**knee_exp)
-    model = fit_latency_curve(curve, 2**max_exp, flat_floor=True)
+    model = fit_latency_curve(curve, 2**max_exp, flat_floor=True, smooth=False)
     cands = default_candidates(2**max_exp)
     truth = np.array([curve(b) for b in cands])
     np.testing.assert_allclose(model.predict_ms(cands), truth, rtol=1e-9, atol=1e-9)
@@ -47,7 +48,9 @@ def test_recovery_with_noise_stays_within_noise(
 ) -> None:
     rng = np.random.default_rng(seed)
     curve = hockey_stick(floor, slope, 2.0**knee_exp)
-    model = fit_latency_curve(lambda b: curve(b) * (1 + rng.uniform(-noise, noise)), 1024, flat_floor=True)
+    model = fit_latency_curve(
+        lambda b: curve(b) * (1 + rng.uniform(-noise, noise)), 1024, flat_floor=True, smooth=False
+    )
     cands = default_candidates(1024)
     truth = np.array([curve(b) for b in cands])
     error = np.abs(model.predict_ms(cands) - truth)
@@ -67,7 +70,7 @@ def test_a_floor_knee_moved_by_noise_is_no_worse_than_the_chord() -> None:
     """The case hypothesis found: the second probe (batch 2) on the floor, 4e-5 relative noise."""
     rng = np.random.default_rng(1)
     curve = hockey_stick(1.0, 0.0625, 2.0**1.25)
-    model = fit_latency_curve(lambda b: curve(b) * (1 + rng.uniform(-4e-5, 4e-5)), 1024, flat_floor=True)
+    model = fit_latency_curve(lambda b: curve(b) * (1 + rng.uniform(-4e-5, 4e-5)), 1024, flat_floor=True, smooth=False)
     cands = default_candidates(1024)
     truth = np.array([curve(b) for b in cands])
     error = np.abs(model.predict_ms(cands) - truth)
@@ -106,7 +109,7 @@ def test_measure_is_called_at_most_n_probes_times_never_twice(max_exp: int, n_pr
 
 
 def test_knee_is_found_between_probes() -> None:
-    model = fit_latency_curve(hockey_stick(10.0, 0.5, 40.0), 512, flat_floor=True)
+    model = fit_latency_curve(hockey_stick(10.0, 0.5, 40.0), 512, flat_floor=True, smooth=False)
     assert model.knee_batch == pytest.approx(40.0)
     assert len(model.probe_batches) == 4
 
@@ -150,7 +153,7 @@ def test_a_cpu_curve_rising_from_the_smallest_batch_is_not_taken_for_a_floor() -
     floor expected the model keeps the chord instead of a flat segment."""
     curve = {1: 120.0, 2: 190.0, 4: 315.0, 8: 534.0, 16: 989.0, 32: 3206.0, 64: 8109.0}
     cpu = fit_latency_curve(lambda b: curve[b], 64)
-    gpu = fit_latency_curve(lambda b: curve[b], 64, flat_floor=True)
+    gpu = fit_latency_curve(lambda b: curve[b], 64, flat_floor=True, smooth=False)
     probes = sorted(cpu.probe_batches)
     inner = [b for b in curve if probes[0] < b < probes[1]]
     assert inner and all(float(cpu.predict_ms(b)) > curve[probes[0]] * 1.2 for b in inner)
@@ -159,6 +162,42 @@ def test_a_cpu_curve_rising_from_the_smallest_batch_is_not_taken_for_a_floor() -
 
 def test_the_fourth_probe_goes_nearest_the_knee_on_a_log_scale() -> None:
     # floor 10 ms, then 0.1 ms per sample through the origin: the floor meets the line at 100
-    model = fit_latency_curve(lambda b: max(10.0, 0.1 * b), 1024, flat_floor=True)
+    model = fit_latency_curve(lambda b: max(10.0, 0.1 * b), 1024, flat_floor=True, smooth=False)
     assert sorted(model.probe_batches) == [1, 128, 512, 1024]
     assert model.knee_batch == pytest.approx(100.0)
+
+
+def smooth_floor_line(floor: float, intercept: float, slope: float):  # type: ignore[no-untyped-def]
+    """The GPU model's own family: a smooth maximum of a floor and a line."""
+    q = latency.FLOOR_LINE_Q
+    return lambda b: (floor**q + (intercept + slope * b) ** q) ** (1 / q)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    floor=st.floats(0.5, 200.0),
+    intercept=st.floats(0.01, 50.0),
+    slope=st.floats(0.001, 5.0),
+    max_exp=st.integers(4, 12),
+)
+def test_a_gpu_curve_of_the_models_family_is_recovered_from_four_spread_probes(  # type: ignore[no-untyped-def]
+    floor, intercept, slope, max_exp
+) -> None:
+    curve = smooth_floor_line(floor, intercept, slope)
+    model = fit_latency_curve(curve, 2**max_exp, flat_floor=True)
+    cands = default_candidates(2**max_exp)
+    assert sorted(model.probe_batches) == latency.spread_probes(cands, 4) and len(model.probe_batches) == 4
+    truth = np.array([curve(b) for b in cands])
+    np.testing.assert_allclose(model.predict_ms(cands), truth, rtol=2e-3)
+    assert np.all(np.diff(model.predict_ms(np.geomspace(0.5, 2 ** (max_exp + 1), 200))) >= -1e-9)
+
+
+def test_gpu_probes_are_spread_in_log_batch_and_the_knee_is_where_the_line_meets_the_floor() -> None:
+    assert latency.spread_probes(default_candidates(1024), 4) == [1, 8, 128, 1024]
+    assert latency.spread_probes([1, 2, 4], 4) == [1, 2, 4]
+    model = fit_latency_curve(smooth_floor_line(10.0, 1.0, 0.1), 1024, flat_floor=True)
+    assert model.knee_batch == pytest.approx(90.0, rel=0.01)
+    with pytest.raises(ProfileError, match="at least 3 points"):
+        latency.fit_floor_line([1, 2], [1.0, 2.0])
+    phase = latency.fit_phase_model([1, 8, 128, 1024], [10.0, 10.1, 15.0, 103.0], flat_floor=True)
+    assert phase.probe_batches == (1, 8, 128, 1024) and len(phase.vertices_batch) > 4

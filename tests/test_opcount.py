@@ -18,8 +18,9 @@ from srifty.compute.measure import profile_model  # noqa: E402
 from srifty.compute.measure.opcount import record_work  # noqa: E402
 from srifty.compute.measure.profiler import ProfileOptions, _Trainer, work_batches  # noqa: E402
 from srifty.compute.measure.workloads import build_workload  # noqa: E402
+from srifty.compute.profile import PROFILE_SCHEMA_VERSION  # noqa: E402
 
-FAST = {"warmup_iters": 1, "timed_iters": 2, "threads": 1, "peak_seconds": 0.05}
+FAST = {"warmup_iters": 1, "timed_iters": 2, "threads": 1, "peak_seconds": 0.05, "interference": False}
 V1 = Path(__file__).parent / "data" / "tiny_mlp_schema1.json"
 
 
@@ -126,7 +127,7 @@ def test_profiler_records_op_counts_and_device_ceilings(cnn_profile) -> None:  #
     assert p.device.peak_flops_per_s and p.device.peak_flops_per_s > 1e9
     assert p.device.mem_bw_bytes_per_s and p.device.mem_bw_bytes_per_s > 1e8
     assert p.device.peaks_source and p.device.peaks_source.startswith("measured")
-    assert json.loads(path.read_text())["schema_version"] == 2 and load_profile(path) == p
+    assert json.loads(path.read_text())["schema_version"] == PROFILE_SCHEMA_VERSION and load_profile(path) == p
     off = profile_model(
         "srifty.compute.zoo:tiny_mlp", ProfileOptions(max_batch_cap=4, max_probes=2, count_ops=False, **FAST)
     )

@@ -16,12 +16,13 @@ from srifty.compute.measure.profiler import ProfileOptions  # noqa: E402
 from srifty.compute.memory import find_max_batch  # noqa: E402
 from srifty.errors import ProfileError  # noqa: E402
 
-FAST = {"warmup_iters": 1, "timed_iters": 2, "threads": 1}
+FAST = {"warmup_iters": 1, "timed_iters": 2, "threads": 1, "interference": False}
 
 
 @pytest.fixture(scope="module")
 def tiny_profile():  # type: ignore[no-untyped-def]
-    return profile_model("srifty.compute.zoo:tiny_cnn", ProfileOptions(max_batch_cap=16, **FAST))
+    options = ProfileOptions(max_batch_cap=16, **{**FAST, "interference": True, "interference_reps": 2})
+    return profile_model("srifty.compute.zoo:tiny_cnn", options)
 
 
 def test_profile_end_to_end(tiny_profile, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -42,6 +43,16 @@ def test_profile_end_to_end(tiny_profile, tmp_path: Path) -> None:  # type: igno
     assert sum(b.size_bytes for b in p.buckets) == p.param_bytes
     path = p.save(tmp_path / "p.json")
     assert load_profile(path) == p
+
+
+def test_the_profile_measures_interference_with_a_loopback_peer(tiny_profile) -> None:  # type: ignore[no-untyped-def]
+    m = tiny_profile.interference
+    assert m is not None and len(m.repetitions) == 2 and m.batch in {s.batch for s in tiny_profile.samples}
+    assert m.bucket_bytes == tuple(b.size_bytes for b in tiny_profile.buckets)
+    assert m.bwd_slowdown.low >= 1.0 and m.comm_slowdown.low >= 1.0
+    assert all(r.comm_alone_cores > 0 and r.ddp_end_ms >= r.ddp_bwd_ms for r in m.repetitions)
+    assert m.factors().bwd_slowdown == m.bwd_slowdown.median
+    assert m.peer  # where the peer ran: outside a quota, or why not
 
 
 def test_memory_limit_bounds_the_batch() -> None:
@@ -103,12 +114,14 @@ def test_cli_profile_and_show(cli, tmp_path: Path) -> None:  # type: ignore[no-u
         "1",
         "--threads",
         "1",
+        "--no-interference",
         "--out",
         str(out),
     )
     assert code == 0 and out.is_file() and f"wrote {out}" in stdout
     code, stdout, _ = cli("profile", "show", str(out))
     assert code == 0 and "fitted latency model" in stdout and "tiny_mlp" in stdout
+    assert "perfect overlap" in stdout  # no interference measured: the simulator's fallback is named
 
 
 def test_cli_errors(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -38,7 +38,8 @@ def paced(monkeypatch: pytest.MonkeyPatch) -> None:
 def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("job")
     profile = profile_model(
-        "srifty.compute.zoo:tiny_mlp", ProfileOptions(max_batch_cap=32, warmup_iters=1, timed_iters=2, threads=1)
+        "srifty.compute.zoo:tiny_mlp",
+        ProfileOptions(max_batch_cap=32, warmup_iters=1, timed_iters=2, threads=1, interference=False),
     )
     profile.save(folder / "tiny.json")
     spec = {

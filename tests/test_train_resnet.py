@@ -57,3 +57,24 @@ def test_train_resnet_model_is_what_srifty_profile_measures() -> None:
     again, _ = train_resnet.batch(5, 4, 32)
     assert x.shape == (4, 3, 32, 32) and y.shape == (4,) and bool((x == again).all())
     assert net(x).shape == (4, train_resnet.CLASSES)
+
+
+def test_train_gpt2_model_is_what_srifty_profile_measures_as_hf_gpt2_small() -> None:
+    """``examples/train_gpt2.py`` trains the network `srifty profile --model hf:gpt2-small` measures, on
+    deterministic, learnable token batches."""
+    pytest.importorskip("transformers")
+    from srifty.compute.measure.workloads import build_workload
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import train_gpt2
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    net = train_gpt2.model()
+    profiled = build_workload("hf:gpt2-small", seq_len=8).model
+    assert sum(p.numel() for p in net.parameters()) == sum(p.numel() for p in profiled.parameters())
+    x, y = train_gpt2.batch(3, 4, 9, net.config.vocab_size)
+    again, _ = train_gpt2.batch(3, 4, 9, net.config.vocab_size)
+    assert x.shape == (4, 9) and bool((x == y).all()) and bool((x == again).all())
+    assert bool((x[:, :4] == x[:, 5:9]).all())  # the second half repeats the first
+    assert float(net(input_ids=x, labels=y).loss) > 0

@@ -113,6 +113,8 @@ def _summary_table(plan: Plan, s: Scored) -> Table:
                 f"±{e.iter_mean_error_s * 1000:,.1f} ms per iteration (estimated profiles, systematic)",
             )
         )
+    if e.iteration_model:
+        rows.append(("iteration model", e.iteration_model))
     if e.estimated_profiles:
         rows.append(("profiles", styled("yellow", "includes estimated profiles")))
     for row in rows:
@@ -392,6 +394,7 @@ def simulate_command(
         ("throughput", f"{r.throughput_samples_per_s:,.1f} samples/s"),
         ("transfers / b_cap", f"{r.n_transfers} / {r.b_cap_bytes_per_s / 1e9:,.2f} GB/s"),
         ("slowest group", r.slowest_group),
+        ("iteration model", r.iteration_model),
     ]:
         table.add_row(name, value)
     out.print(table)

@@ -66,6 +66,14 @@ def profile(
         ),
     ] = True,
     op_iters: Annotated[int, typer.Option(help="Instrumented iterations per batch for the op counts.")] = 1,
+    interference: Annotated[
+        bool,
+        typer.Option(
+            "--interference/--no-interference",
+            help="CPU: measure how backward and the DDP buckets' allreduce slow each other (a loopback gloo peer).",
+        ),
+    ] = True,
+    interference_reps: Annotated[int, typer.Option(help="Repetitions of the interference measurement.")] = 3,
     input_shape: Annotated[
         str | None,
         typer.Option(help="For a module:function returning a bare nn.Module: one sample's shape, e.g. 3x224x224."),
@@ -119,6 +127,8 @@ def profile(
         op_iters=op_iters,
         input_shape=shape,
         input_vocab=input_vocab,
+        interference=interference,
+        interference_reps=interference_reps,
     )
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -181,6 +191,13 @@ def _spread_text(p: Profile) -> str:
     return f"measured CV × {p.spread_scale:.2f} (estimate: source's spread, widened)"
 
 
+def _interference_text(p: Profile) -> str:
+    """The measured interference in one line, or why there is none (the simulator's fallback)."""
+    if p.interference is None:
+        return "not measured: the simulator assumes perfect overlap, max(t_bwd, t_pe)"
+    return f"{p.interference.summary()}; peer {p.interference.peer}"
+
+
 def show_profile(p: Profile) -> None:
     """Rich tables for one profile."""
     kind: Text | str
@@ -209,6 +226,7 @@ def show_profile(p: Profile) -> None:
         ("roofline ceilings", _ceilings(p)),
         ("spread", _spread_text(p)),
         ("numeric settings", p.numeric_settings.describe()),
+        ("interference", _interference_text(p)),
         ("torch", p.device.torch_version),
     ]
     if p.estimate is not None and p.estimate.expected_error is not None:

@@ -6,7 +6,15 @@ throughput-bound above it. :class:`LatencyModel` is a continuous, non-decreasing
 function of the batch, stored as its vertices. :func:`fit_latency_curve` chooses at most ``n_probes``
 batch sizes to measure so as to locate the knee, then fits the model.
 
-Pure numpy; no torch. Latencies are in milliseconds, batches in samples per device.
+On a GPU (``flat_floor``) the probes are spread evenly in log batch and each phase is fitted with a smooth
+maximum of a latency-bound floor and a throughput-bound line (:func:`fit_floor_line`); this rule was chosen
+among 36 (six placements by six segment models) by leave-one-model-out cross-validation on the real H200
+curves (``benchmarks/compute_accuracy.py``), where it was chosen with every model held out. On a CPU the
+adaptive placement and the piecewise-linear model through the probes stay (the same cross-validation
+chose no single better rule there).
+
+Pure numpy (and scipy's least squares); no torch. Latencies are in milliseconds, batches in samples per
+device.
 """
 
 from __future__ import annotations
@@ -25,6 +33,12 @@ from srifty.errors import ProfileError
 LINEAR_TOLERANCE = 0.05
 # With a floor expected (a GPU), the smallest probe is on it when it lies above the next line by this fraction.
 FLOOR_TOLERANCE = 0.0
+#: The smooth maximum's exponent in :func:`fit_floor_line` (chosen by the cross-validation, from 2 and 4).
+FLOOR_LINE_Q = 4.0
+#: Where a GPU's probes go, as fractions of the log batch range (chosen by the cross-validation).
+GPU_PROBE_FRACTIONS = (0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0)
+#: Vertices a smooth curve is stored with (log-spaced between its smallest and largest probe).
+CURVE_VERTICES = 96
 
 
 @dataclass(frozen=True)
@@ -218,14 +232,17 @@ def fit_latency_curve(
     n_probes: int = 4,
     candidates: Sequence[int] | None = None,
     flat_floor: bool = False,
+    smooth: bool | None = None,
 ) -> LatencyModel:
     """Measure at most ``n_probes`` batch sizes, chosen to locate the knee, and fit a :class:`LatencyModel`.
 
-    Placement: the two largest candidates pin the throughput-bound line; the smallest shows whether small
-    batches sit on that line. If they do not, the next probe goes to the candidate nearest (in log batch) to
-    where a flat latency-bound segment would meet the line: on a GPU curve that is where the gradual bend
-    departs most from both, so measuring it bounds the error on either side. Further probes bisect the
-    interval where neighbouring segments disagree most.
+    Placement on a GPU (``flat_floor``, unless ``smooth`` is false): spread evenly in log batch
+    (:func:`spread_probes`), fitted with :func:`fit_floor_line`. Otherwise (a CPU, or the GPU rule before
+    issue 27 with ``smooth=False``): the two largest candidates pin the throughput-bound line; the smallest
+    shows whether small batches sit on that line. If they do not, the next probe goes to the candidate
+    nearest (in log batch) to where a flat latency-bound segment would meet the line: on a GPU curve that is
+    where the gradual bend departs most from both, so measuring it bounds the error on either side. Further
+    probes bisect the interval where neighbouring segments disagree most.
 
     Args:
         measure: ``measure(batch) -> latency_ms``; called at most ``n_probes`` times, never twice for one
@@ -235,6 +252,7 @@ def fit_latency_curve(
         candidates: batch sizes that may be probed; defaults to the powers of two up to ``max_batch``.
         flat_floor: the device has a latency-bound floor at small batches (a GPU); see
             :func:`fit_piecewise_linear`.
+        smooth: on a GPU, the spread placement and :func:`fit_floor_line` (default: ``flat_floor``).
 
     Raises:
         ProfileError: fewer than 2 probes, or no valid candidate.
@@ -254,7 +272,11 @@ def fit_latency_curve(
     if len(cands) <= n_probes:
         for c in cands:
             probe(c)
-        return fit_piecewise_linear(list(measured), list(measured.values()), flat_floor)
+        return fit_phase_model(list(measured), list(measured.values()), flat_floor and smooth is not False)
+    if flat_floor and smooth is not False:
+        for c in spread_probes(cands, n_probes):
+            probe(c)
+        return fit_floor_line(list(measured), list(measured.values()))
 
     probe(cands[-1])
     probe(cands[-2])
@@ -267,6 +289,68 @@ def fit_latency_curve(
             break
         probe(nxt)
     return fit_piecewise_linear(list(measured), list(measured.values()), flat_floor)
+
+
+def spread_probes(cands: Sequence[int], n_probes: int) -> list[int]:
+    """``n_probes`` candidates spread evenly in log batch, smallest and largest included (a GPU's placement;
+    with 4 probes at :data:`GPU_PROBE_FRACTIONS`); fewer where candidates coincide."""
+    ordered = sorted(cands)
+    lo, hi = math.log(ordered[0]), math.log(ordered[-1])
+    fractions = GPU_PROBE_FRACTIONS if n_probes == 4 else [k / (n_probes - 1) for k in range(n_probes)]
+    chosen = [min(ordered, key=lambda c: (abs(math.log(c) - (lo + f * (hi - lo))), c)) for f in fractions]
+    return sorted(set(chosen))
+
+
+def fit_phase_model(batches: Sequence[float], latencies_ms: Sequence[float], flat_floor: bool) -> LatencyModel:
+    """A phase's model through measured points: :func:`fit_floor_line` on a GPU (``flat_floor``) where there are
+    at least 3 points, else :func:`fit_piecewise_linear`."""
+    if flat_floor and len(batches) >= 3:
+        return fit_floor_line(batches, latencies_ms)
+    return fit_piecewise_linear(batches, latencies_ms, flat_floor)
+
+
+def fit_floor_line(batches: Sequence[float], latencies_ms: Sequence[float]) -> LatencyModel:
+    """A GPU curve: ``t(B) = (c^q + (a + s·B)^q)^(1/q)``, a smooth maximum of a latency-bound floor ``c`` and a
+    throughput-bound line, fitted by least squares on relative error (``c, a, s > 0``, ``q`` =
+    :data:`FLOOR_LINE_Q`). Stored as a :class:`LatencyModel` with :data:`CURVE_VERTICES` vertices between the
+    smallest and the largest point (beyond them the end segments extend, as for every model); the knee is
+    where the line reaches the floor.
+
+    Raises:
+        ProfileError: fewer than 3 points, or batch sizes or latencies that are not positive.
+    """
+    from scipy.optimize import least_squares
+
+    xs = np.asarray(batches, dtype=float)
+    ys = np.asarray(latencies_ms, dtype=float)
+    if len(xs) < 3 or len(xs) != len(ys):
+        raise ProfileError("a floor-and-line fit needs at least 3 points, one latency per batch size")
+    if np.any(xs <= 0) or np.any(~np.isfinite(ys)) or np.any(ys <= 0) or len(np.unique(xs)) != len(xs):
+        raise ProfileError(f"batch sizes and latencies must be positive and batches distinct: {xs}, {ys}")
+    order = np.argsort(xs)
+    xs, ys = xs[order], ys[order]
+    q = FLOOR_LINE_Q
+
+    def curve(p: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+        floor, intercept, slope = np.exp(p)
+        line = intercept + slope * b
+        top = np.maximum(floor, line)
+        return top * ((floor / top) ** q + (line / top) ** q) ** (1.0 / q)
+
+    slope0 = max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 1e-9 * ys[-1])
+    start = np.log([ys[0], max(ys[-1] - slope0 * xs[-1], 1e-3 * ys[0]), slope0])
+    fitted = least_squares(lambda p: curve(p, xs) / ys - 1.0, start).x
+    grid = np.unique(np.concatenate([np.geomspace(xs[0], xs[-1], CURVE_VERTICES), xs]))
+    values = np.maximum.accumulate(curve(fitted, grid))
+    floor, intercept, slope = np.exp(fitted)
+    knee = (floor - intercept) / slope if floor > intercept else None
+    return LatencyModel(
+        vertices_batch=tuple(float(x) for x in grid),
+        vertices_ms=tuple(float(y) for y in values),
+        knee_batch=None if knee is None or not xs[0] < knee < xs[-1] else float(knee),
+        probe_batches=tuple(round(x) for x in xs),
+        probe_ms=tuple(float(y) for y in ys),
+    )
 
 
 def _knee_probe(cands: list[int], measured: dict[int, float]) -> int:

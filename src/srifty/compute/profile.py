@@ -5,6 +5,10 @@ samples and fitted models are kept apart: ``samples`` are the raw per-iteration 
 batch, ``latency`` and ``memory`` are fitted from them and never overwrite them. An *estimated* profile
 (for a device nobody measured) says so in ``estimated_from`` and carries no samples of its own.
 
+Schema 3 adds ``interference`` (an :class:`~srifty.compute.interference.InterferenceMeasurement`: how much
+backward and gradient communication slow each other on the device, measured by the profiler); schema-2
+files are migrated with none, and the simulator then keeps the paper's perfect overlap and says so.
+
 A measured profile records the machine it ran on (``machine``, a :class:`~srifty.compute.machine.MachineRecord`,
 kept as its own sub-record beside ``device``). Profiles written before that field existed load with
 ``machine`` set to ``None`` (an unknown machine); the key is optional, so the schema version is unchanged.
@@ -22,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from srifty.artifacts import Migration, read_json_artifact, write_json_artifact
 from srifty.compute.buckets import Bucket, assign_buckets
+from srifty.compute.interference import InterferenceMeasurement
 from srifty.compute.latency import LatencyModel
 from srifty.compute.machine import MachineRecord
 from srifty.compute.memory import MemoryModel
@@ -30,7 +35,7 @@ from srifty.compute.work import OpWork
 from srifty.errors import ProfileError
 
 PROFILE_KIND = "profile"
-PROFILE_SCHEMA_VERSION = 2
+PROFILE_SCHEMA_VERSION = 3
 #: Phase keys as profile files store them: ``fw`` (forward and loss), ``bw`` (backward), ``step`` (optimizer
 #: step), ``iter`` (the whole iteration). Code names backward quantities ``*_bwd`` (``bw`` elsewhere is bandwidth).
 PHASES: tuple[str, ...] = ("fw", "bw", "step", "iter")
@@ -205,6 +210,7 @@ class Profile:
     spread_points: tuple[SpreadPoint, ...] = ()
     machine: MachineRecord | None = None
     numerics: NumericSettings | None = None
+    interference: InterferenceMeasurement | None = None
 
     def __post_init__(self) -> None:
         missing = [p for p in PHASES if p not in self.latency]
@@ -313,6 +319,7 @@ class Profile:
         spread_scale: float = 1.0,
         estimate: EstimateInfo | None = None,
         spread_points: tuple[SpreadPoint, ...] = (),
+        interference: InterferenceMeasurement | None = None,
     ) -> Profile:
         """This model's profile on another device (estimated for it, or measured there), as a new value.
 
@@ -341,6 +348,7 @@ class Profile:
             spread_scale=spread_scale,
             estimate=estimate,
             spread_points=spread_points,
+            interference=interference,
         )
 
     # ---- serialisation -------------------------------------------------------------------------
@@ -387,6 +395,7 @@ class Profile:
             "work": None if self.work is None else self.work.to_dict(),
             "machine": None if self.machine is None else self.machine.to_dict(),
             "numerics": None if self.numerics is None else self.numerics.to_dict(),
+            "interference": None if self.interference is None else self.interference.to_dict(),
             "notes": self.notes,
             "extra": dict(self.extra),
         }
@@ -454,6 +463,11 @@ class Profile:
                 spread_points=tuple(SpreadPoint(**p) for p in data.get("spread_points", ())),
                 machine=None if data.get("machine") is None else MachineRecord.from_dict(data["machine"]),
                 numerics=None if data.get("numerics") is None else NumericSettings.from_dict(data["numerics"]),
+                interference=(
+                    None
+                    if data.get("interference") is None
+                    else InterferenceMeasurement.from_dict(data["interference"])
+                ),
             )
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             raise ProfileError(f"malformed profile: {type(err).__name__} {err}; regenerate it") from None
@@ -480,7 +494,14 @@ def _migrate_v1(document: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-MIGRATIONS: dict[int, Migration] = {1: _migrate_v1}
+def _migrate_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 → 3: no interference measurement (the simulator keeps perfect overlap for it, and says so)."""
+    out = dict(document)
+    out.setdefault("interference", None)
+    return out
+
+
+MIGRATIONS: dict[int, Migration] = {1: _migrate_v1, 2: _migrate_v2}
 
 
 def load_profile(path: str | Path) -> Profile:

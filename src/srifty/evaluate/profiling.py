@@ -5,8 +5,8 @@ On one GPU of one rented VM (:meth:`srifty.cloud.EmulatedCloud.profiling_session
 
 1. **Largest batch**: srifty's doubling-then-bisection search (:func:`srifty.compute.memory.find_max_batch`)
    over "does one iteration at this batch fit?";
-2. **Latency**: srifty's own probe placement and piecewise-linear fits (:func:`srifty.compute.fit_latency_curve`,
-   :func:`srifty.compute.fit_piecewise_linear`) over batches it chooses, each timed for ``timed_iters``
+2. **Latency**: srifty's own probe placement and GPU fits (:func:`srifty.compute.fit_latency_curve`,
+   :func:`srifty.compute.latency.fit_phase_model`) over batches it chooses, each timed for ``timed_iters``
    iterations;
 3. **Memory**: srifty's memory model (:func:`srifty.compute.fit_memory_model`) through the peaks at the probed
    batches;
@@ -36,9 +36,8 @@ from srifty.compute import (
     assign_buckets,
     fit_latency_curve,
     fit_memory_model,
-    fit_piecewise_linear,
 )
-from srifty.compute.latency import default_candidates
+from srifty.compute.latency import default_candidates, fit_phase_model
 from srifty.compute.memory import find_max_batch
 from srifty.compute.profile import PHASES
 from srifty.errors import ProfileError
@@ -83,7 +82,7 @@ def profile_session(
     batches = sorted(samples)
     for phase in PHASES[:-1]:
         values = [samples[b].robust_mean_ms(phase) for b in batches]
-        latency[phase] = fit_piecewise_linear(batches, values, flat_floor=True)  # a GPU: srifty's GPU fit
+        latency[phase] = fit_phase_model(batches, values, flat_floor=True)  # a GPU: srifty's GPU fit
     points = tuple((b, float(samples[b].peak_bytes or 0.0)) for b in batches)
     memory = fit_memory_model([b for b, _ in points], [p for _, p in points]) if len(points) > 1 else template.memory
     params, ready_order = _timeline(session, batches[-1])

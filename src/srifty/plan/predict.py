@@ -32,6 +32,8 @@ class Estimate:
     comm_exposed_s: float
     estimated_profiles: bool = False
     iter_mean_error_s: float = 0.0
+    #: How compute and communication were combined (srifty: measured interference or perfect overlap).
+    iteration_model: str = ""
 
 
 class Predictor(Protocol):
@@ -74,6 +76,7 @@ class SimPredictor:
             r.comm_exposed_mean_s,
             r.estimated_profiles,
             r.iter_mean_error_s,
+            r.iteration_model,
         )
 
 

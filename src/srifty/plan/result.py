@@ -239,6 +239,7 @@ def scored_dict(s: Scored) -> dict[str, Any]:
         "p_meet_deadline": s.p_meet_deadline,
         "violations": list(s.violations),
         "estimated_profiles": s.estimate.estimated_profiles,
+        "iteration_model": s.estimate.iteration_model,
     }
 
 

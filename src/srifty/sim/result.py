@@ -20,6 +20,8 @@ class SimResult:
         n_transfers: buckets (or layers) exchanged per iteration.
         slowest_group: the group whose compute is slowest on average.
         estimated_profiles: whether any profile used was estimated rather than measured.
+        iteration_model: how backward and communication were combined: measured interference, or perfect
+            overlap and why.
         iter_mean_error_s: standard deviation of the *mean* iteration time due to estimated profiles (their
             calibrated expected error on the compute share): a systematic error, 0 when all are measured.
     """
@@ -44,6 +46,7 @@ class SimResult:
     slowest_group: str
     estimated_profiles: bool
     iter_mean_error_s: float = 0.0
+    iteration_model: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -31,6 +31,14 @@ running the exchange on a clock ``f`` times slower, so
 ``t_pe(t_bwd; f) = f · t_pe(t_bwd / f; 1)``, read off the same cached curve: no extra event simulation.
 Other models (alpha-beta, Paleo) give no spread, and communication is then as predicted.
 
+Interference: where the slowest group's profile carries a measured interference record
+(:class:`~srifty.compute.interference.InterferenceMeasurement`, from ``srifty profile``), backward and the
+exchange slow each other by the measured factors instead of overlapping perfectly:
+:func:`srifty.sim.overlap.simulate_overlap` runs both (a slowed backward also delays the buckets), and the
+iteration is ``t_fw + end + t_step`` with ``end`` when both are done. It is simulated on a grid of backward
+times and network factors and interpolated, as ``t_pe`` is. A profile without the record keeps the paper's
+perfect overlap; the result's ``iteration_model`` says which was used.
+
 All randomness comes from the ``numpy.random.Generator`` passed in; nothing reads the clock.
 """
 
@@ -45,6 +53,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from srifty.catalog import InstanceType
+from srifty.compute.interference import OverlapFactors
 from srifty.compute.profile import Profile
 from srifty.errors import ProfileError, SriftyError
 from srifty.sim.allreduce import OverlapMode, simulate_allreduce
@@ -56,6 +65,7 @@ from srifty.sim.netquery import (
     config_busbw_many,
     spread_many,
 )
+from srifty.sim.overlap import simulate_overlap
 from srifty.sim.result import SimResult
 from srifty.vocab.busbw import bus_bytes
 from srifty.vocab.config import Config
@@ -77,6 +87,8 @@ class SimOptions:
         spread_scale: multiplies every measured standard deviation (1 = as measured).
         net_spread_scale: multiplies the bandwidth model's log-spread of communication time (1 = as the
             model says, 0 = communication exactly as predicted).
+        interference: use a profile's measured interference where it has one (``False``: perfect overlap
+            everywhere, the paper's model).
     """
 
     iters: int = 100
@@ -85,6 +97,7 @@ class SimOptions:
     bucket_cap_mb: float | None = None
     spread_scale: float = 1.0
     net_spread_scale: float = 1.0
+    interference: bool = True
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,7 @@ class Simulator:
         self._compute_cache: dict[tuple[int, int], _GroupCompute] = {}
         self._pe_cache: dict[tuple[object, ...], _PeCurve] = {}
         self._net_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], float, NDArray[np.float64] | None]] = {}
+        self._overlap_cache: dict[tuple[object, ...], _OverlapCurve] = {}
 
     def profile_for(self, instance: InstanceType) -> Profile:
         """The profile used for ``instance`` (see :func:`profile_for`)."""
@@ -162,18 +176,23 @@ class Simulator:
         )
         return np.array([b.start_frac for b in buckets]), np.array([b.size_bytes for b in buckets], dtype=float)
 
+    def _curve_key(
+        self, config: Config, slowest: InstanceType, profile: Profile, bwd_ms: float
+    ) -> tuple[tuple[object, ...], tuple[tuple[str, str], ...]]:
+        """What a cached curve of this configuration depends on, and its ``(type, region)`` set."""
+        types = tuple(sorted({(g.instance.name, g.instance.region) for g in config.groups}))
+        return (id(profile), slowest.name, bwd_ms, config.world_size, config.n_vms, types, self.options), types
+
     def _pe_curve(self, config: Config, slowest: InstanceType, profile: Profile, bwd_ms: float, cv: float) -> _PeCurve:
         """``(t_bwd grid s, t_pe grid s, b_cap, n_transfers, network spread)`` for this configuration."""
-        types = tuple(sorted({(g.instance.name, g.instance.region) for g in config.groups}))
-        key = (id(profile), slowest.name, bwd_ms, config.world_size, config.n_vms, types, self.options)
+        key, types = self._curve_key(config, slowest, profile, bwd_ms)
         hit = self._pe_cache.get(key)
         if hit is not None:
             return hit
         fracs, sizes = self._transfers(profile)
         world = config.world_size
         instances = [g.instance for g in config.groups]
-        mean_bwd_s = bwd_ms * MS
-        grid = np.array([max(1.0 - 3.0 * cv, 0.05), 1.0, 1.0 + 3.0 * cv]) * mean_bwd_s
+        grid = _bwd_grid(bwd_ms, cv)
         if world <= 1 or len(sizes) == 0:
             hit = (grid, np.zeros_like(grid), float("inf"), 0, None)
         else:
@@ -274,12 +293,22 @@ class Simulator:
             config, slowest.instance, slow_profile, slow_compute.bwd_ms, cv
         )
         factor = self._comm_factors(spread, rng)
-        t_pe = factor * _pe_at(t_bwd / factor, grid, pe_grid)
-        t_iter = t_fw + np.maximum(t_bwd, t_pe) + t_step
+        interference = slow_profile.interference if self.options.interference else None
+        if interference is None or n_transfers == 0:
+            t_pe = factor * _pe_at(t_bwd / factor, grid, pe_grid)
+            t_end = np.maximum(t_bwd, t_pe)
+            model = _why_perfect(slow_profile, self.options.interference, n_transfers)
+        else:
+            curve = self._overlap_curve(
+                config, slowest.instance, slow_profile, interference.factors(), slow_compute.bwd_ms, cv, spread
+            )
+            t_end, t_pe = curve.at(t_bwd, factor)
+            model = f"measured interference ({slow_profile.device.label}): {interference.summary()}"
+        t_iter = t_fw + t_end + t_step
         ordered = np.sort(t_iter)
         mean = float(ordered.sum()) / iters
         p5, p50, p95 = (_percentile(ordered, q) for q in (5.0, 50.0, 95.0))
-        exposed = np.maximum(t_pe - t_bwd, 0.0)
+        exposed = np.maximum(t_end - t_bwd, 0.0)
         group_profiles = [self.profile_for(g.instance) for g in groups]
         estimated = any(p.is_estimate for p in group_profiles)
         compute_mean = float((t_fw + t_bwd + t_step).sum()) / iters
@@ -306,7 +335,42 @@ class Simulator:
             slowest_group=slowest.notation(),
             estimated_profiles=estimated,
             iter_mean_error_s=error_rel * mean,
+            iteration_model=model,
         )
+
+    def _overlap_curve(
+        self,
+        config: Config,
+        slowest: InstanceType,
+        profile: Profile,
+        factors: OverlapFactors,
+        bwd_ms: float,
+        cv: float,
+        log_factors: NDArray[np.float64] | None,
+    ) -> _OverlapCurve:
+        """When backward and the exchange both end, on a grid of backward times and network factors."""
+        key, types = self._curve_key(config, slowest, profile, bwd_ms)
+        hit = self._overlap_cache.get(key)
+        if hit is not None:
+            return hit
+        fracs, sizes = self._transfers(profile)
+        busbw, cap, _ = self._network(
+            profile, sizes, config.world_size, config.n_vms, [g.instance for g in config.groups], types
+        )
+        moved = bus_bytes(sizes, config.world_size)
+        grid = _bwd_grid(bwd_ms, cv)
+        log_f = np.zeros(1) if log_factors is None else np.linspace(log_factors.min(), log_factors.max(), 5)
+        end = np.zeros((len(grid), len(log_f)))
+        pe = np.zeros_like(end)
+        for i, t_bwd in enumerate(grid):
+            for j, lf in enumerate(log_f):
+                trace = simulate_overlap(
+                    fracs, moved, busbw / np.exp(lf), cap, float(t_bwd), factors, self.options.overlap
+                )
+                end[i, j], pe[i, j] = trace.end_s, trace.pe_end_s
+        hit = _OverlapCurve(grid, log_f, np.maximum.accumulate(end, axis=0), np.maximum.accumulate(pe, axis=0))
+        self._overlap_cache[key] = hit
+        return hit
 
     def _comm_factors(self, log_factors: NDArray[np.float64] | None, rng: np.random.Generator) -> NDArray[np.float64]:
         """Per iteration, the factor on every communication time (1 without a spread), drawn from the
@@ -314,6 +378,47 @@ class Simulator:
         if log_factors is None:
             return np.ones(self.options.iters)
         return np.exp(np.interp(rng.random(self.options.iters), SPREAD_LEVELS, log_factors))
+
+
+@dataclass(frozen=True)
+class _OverlapCurve:
+    """``end`` and ``t_pe`` (s) at backward times ``grid`` (rows) and log network factors ``log_f`` (columns)."""
+
+    grid: NDArray[np.float64]
+    log_f: NDArray[np.float64]
+    end: NDArray[np.float64]
+    pe: NDArray[np.float64]
+
+    def at(self, t_bwd: NDArray[np.float64], factor: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+        """``(end, t_pe)`` per iteration: linear in the backward time (extended past the grid), linear in the
+        log factor between grid columns (held at the ends)."""
+        position = np.interp(np.log(factor), self.log_f, np.arange(len(self.log_f), dtype=float))
+        low = np.floor(position).astype(int)
+        high = np.minimum(low + 1, len(self.log_f) - 1)
+        weight = position - low
+        out = []
+        for table in (self.end, self.pe):
+            columns = np.stack([_pe_at(t_bwd, self.grid, table[:, j]) for j in range(len(self.log_f))], axis=1)
+            rows = np.arange(len(t_bwd))
+            out.append((1.0 - weight) * columns[rows, low] + weight * columns[rows, high])
+        return tuple(out)
+
+
+def _bwd_grid(bwd_ms: float, cv: float) -> NDArray[np.float64]:
+    """Backward times (s) a curve is simulated at: the mean and three spreads either side."""
+    return np.array([max(1.0 - 3.0 * cv, 0.05), 1.0, 1.0 + 3.0 * cv]) * bwd_ms * MS
+
+
+def _why_perfect(profile: Profile, enabled: bool, n_transfers: int) -> str:
+    """The iteration model used without interference, and why."""
+    if n_transfers == 0:
+        return "no communication (a single rank)"
+    why = (
+        "interference turned off"
+        if not enabled
+        else f"the profile of {profile.device.label} has no interference measurement"
+    )
+    return f"perfect overlap, max(t_bwd, t_pe) ({why})"
 
 
 _PeCurve = tuple[NDArray[np.float64], NDArray[np.float64], float, int, NDArray[np.float64] | None]

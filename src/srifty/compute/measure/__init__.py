@@ -3,6 +3,9 @@ live in :mod:`srifty.compute`).
 
 * :mod:`~srifty.compute.measure.profiler`: largest batch, per-phase latency, memory, gradient timeline;
 * :mod:`~srifty.compute.measure.opcount`: each ATen op's FLOPs, bytes and time;
+* :mod:`~srifty.compute.measure.interference`: how backward and the DDP buckets' allreduce slow each other
+  (a loopback gloo peer, :mod:`~srifty.compute.measure.interference_peer`; the CPU quota it leaves,
+  :mod:`~srifty.compute.measure.cpu_quota`);
 * :mod:`~srifty.compute.measure.peaks`: a device's measured roofline ceilings;
 * :mod:`~srifty.compute.measure.workloads`: a trainable model, synthetic batches and a loss from a name;
 * :mod:`~srifty.compute.measure.device`: the device a profile is measured on.

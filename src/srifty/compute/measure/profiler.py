@@ -19,9 +19,11 @@ from typing import Any
 import torch
 
 from srifty import __version__
-from srifty.compute.buckets import assign_buckets
-from srifty.compute.latency import default_candidates, fit_latency_curve, fit_piecewise_linear
+from srifty.compute.buckets import Bucket, assign_buckets
+from srifty.compute.interference import InterferenceMeasurement
+from srifty.compute.latency import default_candidates, fit_latency_curve, fit_phase_model
 from srifty.compute.measure.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
+from srifty.compute.measure.interference import measure_interference
 from srifty.compute.measure.machine import current_machine
 from srifty.compute.measure.opcount import record_work
 from srifty.compute.measure.peaks import MeasuredPeaks, measure_peaks
@@ -65,6 +67,9 @@ class ProfileOptions:
         input_shape: for a ``package.module:function`` that returns a bare ``nn.Module``: one input
             sample's shape (without the batch).
         input_vocab: with ``input_shape``: inputs are token ids below this, not floats.
+        interference: measure how backward and the allreduce of the model's DDP buckets slow each other
+            (CPU: gloo with a loopback peer process; see :mod:`srifty.compute.measure.interference`).
+        interference_reps: repetitions of that measurement (their spread is recorded).
     """
 
     device: str = "cpu"
@@ -85,6 +90,8 @@ class ProfileOptions:
     peak_seconds: float = 0.5
     input_shape: tuple[int, ...] | None = None
     input_vocab: int | None = None
+    interference: bool = True
+    interference_reps: int = 3
 
 
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -260,6 +267,23 @@ def record_op_work(trainer: _Trainer, probed: list[int], options: ProfileOptions
         return None, f"op counts not recorded: {err}"
 
 
+def measure_interference_of(
+    trainer: _Trainer, probed: list[int], buckets: list[Bucket], options: ProfileOptions, report: ProgressFn
+) -> tuple[InterferenceMeasurement | None, str]:
+    """The interference measurement at the smaller op-count batch (see :func:`work_batches`), or ``None``
+    and why not (turned off, a GPU, a single bucket-less model)."""
+    if not options.interference:
+        return None, "interference not measured (--no-interference)"
+    if trainer.is_cuda:
+        return None, "interference not measured: on a GPU it is not measured yet (the simulator keeps perfect overlap)"
+    if not buckets:
+        return None, "interference not measured: no gradients to exchange"
+    report("interference", 0, 1)
+    measured = measure_interference(trainer, work_batches(probed)[0], buckets, options.interference_reps)
+    report("interference", 1, 1)
+    return measured, ""
+
+
 def _check_device(options: ProfileOptions) -> None:
     kind = options.device.split(":")[0]
     if kind not in ("cpu", "cuda"):
@@ -272,6 +296,8 @@ def _check_device(options: ProfileOptions) -> None:
         raise ProfileError("timed_iters (--iters) must be at least 2, so the spread can be measured")
     if options.op_iters < 1:
         raise ProfileError(f"op_iters (--op-iters) must be at least 1, got {options.op_iters}")
+    if options.interference_reps < 1:
+        raise ProfileError(f"--interference-reps must be at least 1, got {options.interference_reps}")
     _check_sizes(options)
 
 
@@ -367,7 +393,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     latency = {"iter": iter_model}
     for phase in PHASES[:-1]:
         values = [samples[b].robust_mean_ms(phase) for b in batches]
-        latency[phase] = fit_piecewise_linear(batches, values, flat_floor=trainer.is_cuda)
+        latency[phase] = fit_phase_model(batches, values, flat_floor=trainer.is_cuda)
     memory = fit_memory_model(list(memory_points), list(memory_points.values()))
 
     report("timeline", 0, 1)
@@ -381,6 +407,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         options.bucket_cap_mb,
         [p.dtype for p in params],
     )
+    interference, interference_note = measure_interference_of(trainer, batches, buckets, options, report)
     work, note = None, ""
     peaks = None
     if options.count_ops:
@@ -419,8 +446,9 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         extra={"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed},
         work=work,
         numerics=numeric_settings(options.precision),
-        notes=note,
+        notes="; ".join(n for n in (note, interference_note) if n),
         machine=current_machine(),
+        interference=interference,
     )
 
 

@@ -78,7 +78,9 @@ class AdditivePredictor:
         comm_s = self._comm[key]
         total = compute_s + comm_s
         estimated = any(self._profile(config, i).is_estimate for i in range(len(config.groups)))
-        return Estimate(total, 0.0, total, total, compute_s, comm_s, estimated)
+        return Estimate(
+            total, 0.0, total, total, compute_s, comm_s, estimated, 0.0, "additive: compute + communication"
+        )
 
 
 def apm_predictor(profiles: Mapping[str, Profile], alpha_beta: BusBandwidthModel) -> AdditivePredictor:

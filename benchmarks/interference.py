@@ -1,0 +1,114 @@
+"""Compute/communication interference as ``srifty profile`` measured it, per device (CPU quota) and model.
+
+Reads the profiles the end-to-end and multi-host benchmarks measured under each emulated type's CPU quota
+(``benchmarks/results/end_to_end_profiles/``, ``benchmarks/results/multihost_resnet_profiles/``) and writes
+the BENCHMARKS.md section "Compute/communication interference (measured)": per profile, how much the
+allreduce of the model's own DDP buckets slows backward and how much compute slows the allreduce (medians
+over repetitions, with their range), and a check on the device itself: backward with each bucket
+allreduced as soon as its gradients are ready (DDP's overlap, over loopback) against what the measured
+factors predict for it (:func:`srifty.sim.overlap.simulate_overlap`) and what perfect overlap predicts.
+Nothing is measured here: ``python -m benchmarks.interference`` (seconds).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+
+from benchmarks.common import ROOT, machine_description, write_section
+from srifty.compute import Profile, load_profile
+from srifty.compute.interference import InterferenceRepetition
+from srifty.sim import simulate_allreduce
+from srifty.sim.overlap import simulate_overlap
+
+SECTION = "Compute/communication interference (measured)"
+FOLDERS = (
+    ROOT / "benchmarks" / "results" / "end_to_end_profiles",
+    ROOT / "benchmarks" / "results" / "multihost_resnet_profiles",
+)
+
+
+def ddp_check(profile: Profile, rep: InterferenceRepetition) -> tuple[float, float]:
+    """``(with the measured factors, with perfect overlap)``: the predicted end (ms) of one backward with DDP's
+    bucket launches over loopback, from this repetition's backward and allreduce alone."""
+    if profile.interference is None:
+        raise ValueError(f"{profile.model} has no interference measurement")
+    sizes = np.array(profile.interference.bucket_bytes, dtype=float)
+    fracs = np.array([b.start_frac for b in profile.buckets])
+    rate = sizes.sum() / (rep.comm_alone_ms / 1e3)  # bytes per second, one after the other (2 ranks: bus bytes)
+    rates = np.full(len(sizes), rate)
+    t_bwd = rep.bwd_alone_ms / 1e3
+    factors = profile.interference.factors()
+    measured = simulate_overlap(fracs, sizes, rates, float("inf"), t_bwd, factors, "sequential").end_s
+    perfect = max(t_bwd, simulate_allreduce(fracs * t_bwd, sizes, rates, float("inf"), "sequential").end_s)
+    return measured * 1e3, perfect * 1e3
+
+
+def rows() -> list[list[str]]:
+    """One table row per profile with an interference measurement."""
+    out = []
+    checks: dict[str, list[float]] = {"factors": [], "perfect": []}
+    for folder in FOLDERS:
+        for path in sorted(folder.glob("*.json")):
+            profile = load_profile(path)
+            m = profile.interference
+            if m is None:
+                continue
+            b, c = m.bwd_slowdown, m.comm_slowdown
+            med = statistics.median
+            predicted = [ddp_check(profile, r) for r in m.repetitions]
+            ddp = med(r.ddp_end_ms for r in m.repetitions)
+            with_factors, perfect = med(p[0] for p in predicted), med(p[1] for p in predicted)
+            checks["factors"].append(abs(with_factors / ddp - 1) * 100)
+            checks["perfect"].append(abs(perfect / ddp - 1) * 100)
+            quota = "none" if m.cpu_quota_cores is None else f"{m.cpu_quota_cores:g}"
+            cores = f"{med(r.bwd_alone_cores for r in m.repetitions):.2f} / "
+            cores += f"{med(r.comm_alone_cores for r in m.repetitions):.2f}"
+            out.append([
+                f"{profile.model} ({folder.name.removesuffix('_profiles')})", quota, str(m.batch),
+                str(len(m.repetitions)), f"{b.median:.2f} [{b.low:.2f}–{b.high:.2f}]",
+                f"{c.median:.2f} [{c.low:.2f}–{c.high:.2f}]", f"{med(r.bwd_alone_ms for r in m.repetitions):.0f}",
+                f"{med(r.comm_alone_ms for r in m.repetitions):.0f}", cores, f"{ddp:.0f}",
+                f"{with_factors:.0f} ({with_factors / ddp - 1:+.0%})", f"{perfect:.0f} ({perfect / ddp - 1:+.0%})",
+            ])  # fmt: skip
+    if out:
+        mean_factors = f"{statistics.fmean(checks['factors']):.0f}%"
+        out.append(["**mean \\|error\\|**", *[""] * 9, mean_factors, f"{statistics.fmean(checks['perfect']):.0f}%"])
+    return out
+
+
+def render() -> str:
+    """The section."""
+    head = (
+        "| profile (benchmark) | CPU quota (cores) | batch | repetitions | backward slowed by communication "
+        "| communication slowed by compute | backward alone (ms) | allreduce alone, loopback (ms) | CPU used alone: "
+        "backward / allreduce (cores) | DDP overlap measured (ms) | predicted, measured factors | predicted, "
+        "perfect overlap |"
+    )
+    table = [head, "|" + "---|" * 12, *("| " + " | ".join(r) + " |" for r in rows())]
+    return "\n".join([
+        "What `srifty profile` measured on this machine (CPU, one torch thread, under each emulated type's cgroup CPU "
+        "quota) with a loopback gloo peer that leaves the quota (it stands for another VM): backward alone; one "
+        "round of allreduces of the model's DDP buckets alone; backward while the allreduce runs throughout "
+        "(*backward slowed*: with over alone); one round while compute runs throughout (*communication slowed*). "
+        "Medians over the repetitions, [range]. The last three columns check the factors on the device itself: one "
+        "backward with each bucket allreduced as soon as its gradients are ready (DDP's overlap), against the "
+        "factors' prediction from the same repetition's times alone, and against perfect overlap. The simulator "
+        "uses these factors in place of `max(t_bwd, t_pe)` (`srifty.sim.overlap`).",
+        "",
+        *table,
+        "",
+        "Command: `python -m benchmarks.interference` (reads the profiles the end-to-end and multi-host benchmarks "
+        f"measured; nothing measured). Machine: {machine_description()}.",
+    ])  # fmt: skip
+
+
+def main() -> None:
+    body = render()
+    write_section(SECTION, body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
