@@ -158,7 +158,9 @@ def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: Process
             print(f"re-measuring: {why}", flush=True)
     args = [sys.executable, "-m", "srifty.cli.main", "profile", "--model", case.model, "--threads", "1",
             "--max-batch", str(max(2, 2 * max(h.batch for h in case.hosts))), "--iters", "6", "--warmup", "2",
-            "--seq-len", str(case.seq_len), "--out", str(path)]  # fmt: skip
+            "--out", str(path)]  # fmt: skip
+    if case.model.startswith("hf:"):  # srifty profile refuses --seq-len for other models
+        args += ["--seq-len", str(case.seq_len)]
     if case.image_size:
         args += ["--image-size", str(case.image_size)]
     args += case.profile_args

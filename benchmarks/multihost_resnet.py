@@ -327,7 +327,9 @@ def run_comm(guard: Any) -> list[dict[str, Any]]:
             case = e2e.Case(f"allreduce {n_hosts} hosts", MODEL, FAMILY, (SLOW,) * n_hosts)
             instance = e2e.emulated_type(case, SLOW)
             sizes = np.array(buckets, dtype=float)
-            busbw = np.asarray(net.predict_busbw_bytes_per_s(feature_frame([(sizes, n_hosts, n_hosts, instance)])))
+            busbw = np.asarray(
+                net.predict_busbw_bytes_per_s(feature_frame([(sizes, n_hosts, n_hosts, instance, "allreduce", 1)]))
+            )
             predicted = float(np.sum(sizes * 2 * (n_hosts - 1) / n_hosts / busbw))
             for quota in (None, SLOW.quota):
                 cores = 2.0 if quota is None else quota  # 2 cores: the whole machine, no cap

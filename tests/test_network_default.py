@@ -51,7 +51,7 @@ def test_default_probes_are_self_consistent(probes: pd.DataFrame) -> None:
 
 
 def test_default_model_was_fitted_on_the_embedded_probes_and_public_tables() -> None:
-    model = load_default_model()
+    model = load_default_model().allreduce
     data = default_probes_path().parent
     fingerprints = [d["fingerprint"] for d in model.provenance_["datasets"]]
     expected = [default_probes_path(), data / "public-tables.csv", data / "public-allreduce.csv"]

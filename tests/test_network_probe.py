@@ -72,6 +72,24 @@ def test_two_process_gloo_probe_on_loopback(tmp_path: Path) -> None:
     assert "appended 20 rows" in result.stderr
 
 
+def test_all_gather_and_reduce_scatter_are_probed_with_their_own_bus_bandwidth(tmp_path: Path) -> None:
+    result = _torchrun(
+        tmp_path,
+        *("--out", "p.parquet", "--max-size", "64KiB", "--size-step", "64", "--repeats", "1"),
+        *("--concurrency", "1", "--warmup", "1", "--collective", "all_gather,reduce_scatter"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    frame = read_probes(tmp_path / "p.parquet")
+    assert list(frame["collective"].unique()) == ["all_gather", "reduce_scatter"]
+    # 4 B cannot be split between 2 ranks in float32 elements: the smallest buffer is one element each
+    assert sorted(frame["size_bytes"].unique()) == [8, 256, 16384, 65536]
+    for collective, rows in frame.groupby("collective"):
+        expected = busbw_bytes_per_s(rows["size_bytes"], rows["world_size"], rows["time_s"], str(collective))
+        assert np.allclose(rows["busbw_bytes_per_s"], expected)
+        # (n−1)/n of the buffer per rank, half of what an allreduce's bus bandwidth counts
+        assert np.allclose(rows["busbw_bytes_per_s"], 0.5 * rows["size_bytes"] / rows["time_s"])
+
+
 @pytest.mark.slow
 def test_a_hung_rank_times_out_cleanly_and_is_named(tmp_path: Path) -> None:
     result = _torchrun(
@@ -83,8 +101,8 @@ def test_a_hung_rank_times_out_cleanly_and_is_named(tmp_path: Path) -> None:
     assert result.returncode != 0
     text = " ".join(result.stderr.split())
     assert "a collective timed out after 3 s" in text
-    assert "Hung: rank 1 on" in text and "(last at '4 B ×1, gathering times')" in text
-    assert "while the others wait at '16 B ×1, warm-up'" in text
+    assert "Hung: rank 1 on" in text and "(last at 'allreduce 4 B ×1, gathering times')" in text
+    assert "while the others wait at 'allreduce 16 B ×1, warm-up'" in text
     # torchrun prints its own launcher traceback; none comes from srifty's code
     assert not srifty_frames(result.stderr)
     # the step finished before the hang was saved
@@ -135,6 +153,7 @@ def test_probe_outside_torchrun_is_a_clear_error(cli, monkeypatch: pytest.Monkey
         (("--concurrency", "1,x"), "comma-separated integers"),
         (("--out", "p.csv"), "must be a .parquet file"),
         (("--backend", "mpi"), "backend must be one of"),
+        (("--collective", "allgather"), "--collective takes allreduce, all_gather, reduce_scatter"),
     ],
 )
 def test_bad_probe_options_exit_2(cli, args: tuple[str, ...], message: str) -> None:  # type: ignore[no-untyped-def]

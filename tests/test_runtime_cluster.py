@@ -9,7 +9,6 @@ tests take a lock.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -28,8 +27,8 @@ from srifty.runtime.cluster_api import run_cluster_job
 from srifty.runtime.decisions import DecisionLog
 from srifty.runtime.launchers import LocalLauncher, NetnsLauncher, SshLauncher
 from tests.conftest import EXAMPLES, REPO, wait_for
-from tests.leakcheck import register_testbed
 from tests.sshd import namespace_pids, sshd_missing, start_sshd
+from tests.testbeds import own_testbed
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
@@ -292,20 +291,8 @@ def testbed(tmp_path: Path) -> Iterator[tuple[str, Path, dict[str, str]]]:
     """A 3-host testbed of this test process (g4dn.xlarge: one process per host) holding the controller address."""
     if not CAN_NETNS:
         pytest.skip("needs root and iproute2 (ip, tc) for network namespaces")
-    from srifty.network.testbed import down, family_from_catalog, up
-    from srifty.network.testbed import hosts as tb
-
-    name = register_testbed(f"c{os.getpid() % 100000}")
-    state_dir = tmp_path / "state"
-    lock = open("/tmp/srifty-controller-address.lock", "w")  # noqa: SIM115 - held for the test
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    try:
-        state = up(name, 3, family_from_catalog("g4dn.xlarge"), state_dir=state_dir)
-        tb.attach_controller(name)
-        yield name, state_dir, tb.host_namespaces(state)
-    finally:
-        down(name, state_dir=state_dir)
-        lock.close()
+    with own_testbed(3, tmp_path / "state", "c") as found:
+        yield found
 
 
 def _testbed_run(testbed: tuple[str, Path, dict[str, str]], launcher, kind: str, spec_path: Path, tmp_path: Path):  # type: ignore[no-untyped-def]

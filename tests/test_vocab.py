@@ -28,6 +28,22 @@ def test_bus_bytes_is_size_times_the_ring_factor() -> None:
         np.testing.assert_allclose(bus_bytes(sizes, world), sizes * ring_bytes_factor(world), rtol=1e-15)
 
 
+def test_collectives_count_bus_bytes_as_nccl_tests_does() -> None:
+    """An allreduce sends ``2·s·(n−1)/n`` per rank, an all-gather or reduce-scatter of the whole buffer
+    ``s·(n−1)/n``; bus bandwidth divides those by the time, so a link reaches the same busbw in each."""
+    from srifty.vocab import COLLECTIVES, busbw_bytes_per_s
+
+    for world in (2, 3, 8):
+        s = 2.0**24
+        assert float(bus_bytes(s, world, "allreduce")) == pytest.approx(2 * float(bus_bytes(s, world, "all_gather")))
+        assert float(bus_bytes(s, world, "reduce_scatter")) == pytest.approx(s * (world - 1) / world)
+        for collective in COLLECTIVES:
+            moved = float(bus_bytes(s, world, collective))
+            assert float(busbw_bytes_per_s(s, world, moved / 1e9, collective)) == pytest.approx(1e9)
+    with pytest.raises(Exception, match="all_gather"):
+        bus_bytes(1.0, 2, "allgather")
+
+
 def test_the_bandwidth_models_features_are_transfer_columns() -> None:
     """Each feature is a transfer column or derived from transfer columns alone (so the simulator's query,
     built by :func:`transfer_frame`, can always answer it)."""
@@ -46,6 +62,7 @@ def test_the_bandwidth_models_features_are_transfer_columns() -> None:
             "gpu": ["A100"] * 2,
             "cloud": ["aws"] * 2,
             "region": ["us-east-1"] * 2,
+            "collective": ["allreduce", "all_gather"],
         }
     )
     for name in DERIVED_FEATURES:

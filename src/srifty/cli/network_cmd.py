@@ -34,7 +34,10 @@ def probe(
     min_size: Annotated[str, typer.Option(help="Smallest message (bytes; B, KiB, MiB, GiB suffixes).")] = "4B",
     max_size: Annotated[str, typer.Option(help="Largest message.")] = "512MiB",
     size_step: Annotated[int, typer.Option(help="Each size is this many times the previous.")] = 2,
-    concurrency: Annotated[str, typer.Option(help="Concurrent async allreduces, comma-separated.")] = "1,2,4",
+    concurrency: Annotated[str, typer.Option(help="Concurrent async collectives, comma-separated.")] = "1,2,4",
+    collective: Annotated[
+        str, typer.Option(help="Collectives to sweep, comma-separated: allreduce, all_gather, reduce_scatter.")
+    ] = "allreduce",
     repeats: Annotated[int, typer.Option(help="Timed repeats (rows) per size and concurrency.")] = 5,
     warmup: Annotated[int, typer.Option(help="Untimed rounds first.")] = 2,
     timeout_s: Annotated[float, typer.Option(help="A collective slower than this fails the probe.")] = 300.0,
@@ -51,7 +54,8 @@ def probe(
     ] = None,
     hang_rank: Annotated[int | None, typer.Option(hidden=True, help="Test hook: this rank hangs.")] = None,
 ) -> None:
-    """Measure allreduce bus bandwidth with torch.distributed; run under torchrun, one process per GPU.
+    """Measure collective bus bandwidth (allreduce; all-gather and reduce-scatter with --collective) with
+    torch.distributed; run under torchrun, one process per GPU.
 
     Example: torchrun --nproc-per-node 2 -m srifty.cli.main probe --max-size 64MiB --out probes.parquet
     """
@@ -70,6 +74,7 @@ def probe(
         min_repeat_s=min_repeat_s,
         flush_s=flush_s,
         hang_rank=hang_rank,
+        collectives=tuple(c.strip() for c in collective.split(",") if c.strip()),
     )
     options = InstanceOptions(instance_type, cloud, region, zone, rated_network_gbps, allocation_id)
     written = run_probe(settings, options)

@@ -134,7 +134,8 @@ def _list_table(title: str, items: tuple[Scored, ...] | list[Scored], mark: Scor
         table.add_column(column, justify="left" if column in ("config", "where") else "right")
     for s in items:
         chosen = mark is not None and s.config.key == mark.config.key
-        name = Text(s.config.tagged()) + (styled("bold", " ◀ chosen") if chosen else Text())
+        sharded = "" if s.config.describe() == s.config.notation() else s.config.describe()[len(s.config.notation()) :]
+        name = Text(s.config.tagged() + sharded) + (styled("bold", " ◀ chosen") if chosen else Text())
         row: list[str | Text] = [
             name,
             s.config.where() + ("†" if _price_scope(s) else ""),
@@ -209,7 +210,7 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None, show_pr
         label = "chosen configuration" if plan.best.feasible else "chosen configuration (violates constraints)"
         out.print(
             _config_table(
-                f"{label}: {plan.best.config.notation()}", plan.best, plan.profile_sources, plan.profile_errors
+                f"{label}: {plan.best.config.describe()}", plan.best, plan.profile_sources, plan.profile_errors
             )
         )
         out.print(_summary_table(plan, plan.best))
@@ -247,7 +248,7 @@ def _print_infeasible(plan: Plan) -> None:
     what = f"No configuration meets the constraints ({plan.infeasibility.binding_constraint} binds)"
     out.print(styled("bold", what, "; the closest configuration:" if closest else "."), soft_wrap=True)
     if closest is not None:
-        title = f"closest configuration: {closest.config.notation()}"
+        title = f"closest configuration: {closest.config.describe()}"
         out.print(_config_table(title, closest, plan.profile_sources, plan.profile_errors))
         out.print(_summary_table(plan, closest))
 

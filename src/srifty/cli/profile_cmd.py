@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 from rich.text import Text
 
-from srifty.cli import estimate_cmd
+from srifty.cli import count_cmd, estimate_cmd
 from srifty.cli.console import err, out, styled
 from srifty.cli.options import refuse_without
 from srifty.compute import load_profile
@@ -27,6 +27,7 @@ app = typer.Typer(
 )
 app.command("estimate")(estimate_cmd.estimate)
 app.command("calibrate")(estimate_cmd.calibrate)
+app.command("count")(count_cmd.count)
 
 
 def default_profile_path(model: str, device_label: str) -> Path:
@@ -81,6 +82,13 @@ def profile(
     input_vocab: Annotated[
         int | None, typer.Option(help="With --input-shape: inputs are token ids below this, e.g. 30522.")
     ] = None,
+    checkpointing: Annotated[
+        bool,
+        typer.Option(
+            "--checkpointing/--no-checkpointing",
+            help="Also measure memory and backward time with every block activation-checkpointed (for FSDP plans).",
+        ),
+    ] = False,
 ) -> None:
     """Measure MODEL on a device and write a profile file (`srifty profile --model resnet18`)."""
     if ctx.invoked_subcommand is not None:
@@ -129,6 +137,7 @@ def profile(
         input_vocab=input_vocab,
         interference=interference,
         interference_reps=interference_reps,
+        checkpointing=checkpointing,
     )
     with Progress(
         TextColumn("[bold]{task.description}"),

@@ -35,6 +35,7 @@ from srifty.catalog import Catalog, GpuSpec, load_catalog
 from srifty.compute.latency import LatencyModel, _isotonic
 from srifty.compute.profile import PHASES, DeviceInfo, EstimateInfo, Profile
 from srifty.compute.roofline import DevicePeaks, gpu_peaks, roofline_ratio
+from srifty.compute.sharding import gpu_options, max_batch_for, memory_inputs
 from srifty.compute.work import WORK_PHASES, OpWork
 from srifty.errors import CatalogError, ProfileError, did_you_mean
 
@@ -121,10 +122,15 @@ def target_max_batch(source: Profile, spec: GpuSpec) -> tuple[int, str]:
         return source.max_batch, source.max_batch_limited_by
     fits = source.memory.max_batch(spec.memory_bytes)
     if fits < 1:
+        # It may still fit sharded: the model state spread over many GPUs, the activations of the local batch
+        # and one block's gathered parameters each GPU's own (srifty.compute.sharding).
+        fits = max_batch_for(memory_inputs(source), gpu_options("fsdp", 1 << 16), spec.memory_bytes)
+        if fits >= 1:
+            return min(fits, GPU_MAX_BATCH_CAP), "gpu_memory (memory model, sharded)"
         need = source.memory.peak_bytes(1) / 2**30
         raise ProfileError(
-            f"{source.model} does not fit on a {spec.name} ({spec.memory_bytes / 2**30:.0f} GiB) even at batch 1: "
-            f"its memory model needs {need:.1f} GiB plus the GPU's reserve."
+            f"{source.model} does not fit on a {spec.name} ({spec.memory_bytes / 2**30:.0f} GiB) even at batch 1, "
+            f"sharded or not: its memory model needs {need:.1f} GiB plus the GPU's reserve unsharded."
         )
     if fits >= GPU_MAX_BATCH_CAP:
         return GPU_MAX_BATCH_CAP, "max_batch_cap"

@@ -120,6 +120,46 @@ HF_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "gpt2-small": ("gpt2", {"n_embd": 384, "n_layer": 6, "n_head": 6}),
     "gpt2-tiny": ("gpt2", {"n_embd": 128, "n_layer": 2, "n_head": 2}),
     "xlm": ("xlm", {}),
+    # Llama-3.2-1B and Llama-3.1-8B (meta-llama/*/config.json on the Hugging Face hub): decoder-only, grouped-query
+    # attention, SwiGLU MLP, vocabulary 128,256. Built from the config alone, with random weights.
+    "llama-1b": (
+        "llama",
+        {
+            "hidden_size": 2048,
+            "intermediate_size": 8192,
+            "num_hidden_layers": 16,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "vocab_size": 128256,
+            "max_position_embeddings": 131072,
+            "tie_word_embeddings": True,
+        },
+    ),
+    "llama-8b": (
+        "llama",
+        {
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "vocab_size": 128256,
+            "max_position_embeddings": 131072,
+            "tie_word_embeddings": False,
+        },
+    ),
+    "llama-tiny": (
+        "llama",
+        {
+            "hidden_size": 64,
+            "intermediate_size": 176,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "vocab_size": 512,
+            "max_position_embeddings": 2048,
+        },
+    ),
 }
 
 _FACTORY = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_]\w*\Z")

@@ -149,3 +149,70 @@ def resnext101_32x4d(num_classes: int = 1000) -> Factory:
         return torch.randn(batch_size, 3, 224, 224), torch.randint(0, num_classes, (batch_size,))
 
     return model, make_batch, nn.CrossEntropyLoss()
+
+
+class DecoderBlock(nn.Module):
+    """A pre-norm decoder block: causal self-attention, then a 4× MLP, each with a residual."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, dim = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(batch, seq, 3, self.heads, dim // self.heads).unbind(2)
+        attn = nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+        )
+        x = x + self.proj(attn.transpose(1, 2).reshape(batch, seq, dim))
+        return x + self.mlp(self.norm2(x))
+
+
+class Decoder(nn.Module):
+    """A decoder-only transformer (GPT-style): token and position embeddings, ``depth`` blocks in ``layers``
+    (the units FSDP shards), a final norm and an untied head."""
+
+    def __init__(self, vocab: int, dim: int, depth: int, heads: int, seq_len: int) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.zeros(seq_len, dim))
+        self.layers = nn.ModuleList(DecoderBlock(dim, heads) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens) + self.pos[: tokens.shape[1]]
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x))
+
+
+def token_batch(batch_size: int, seq_len: int, vocab: int, generator: torch.Generator | None = None) -> Any:
+    """A learnable synthetic language: each sequence counts up from a random start by a random stride (mod
+    ``vocab``); the target is the next token. Returns ``(tokens, targets)``."""
+    start = torch.randint(0, vocab, (batch_size, 1), generator=generator)
+    stride = torch.randint(1, 4, (batch_size, 1), generator=generator)
+    sequence = (start + stride * torch.arange(seq_len + 1)) % vocab
+    return sequence[:, :-1].contiguous(), sequence[:, 1:].contiguous()
+
+
+def decoder_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy."""
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), target.reshape(-1))
+
+
+def decoder(vocab: int = 2048, dim: int = 256, depth: int = 6, heads: int = 8, seq_len: int = 128) -> Factory:
+    """A small decoder-only transformer on :func:`token_batch` data (about 5.8 M parameters by default)."""
+    torch.manual_seed(0)
+    model = Decoder(vocab, dim, depth, heads, seq_len)
+    return model, lambda batch: token_batch(batch, seq_len, vocab), decoder_loss
+
+
+def tiny_decoder() -> Factory:
+    """A tiny decoder (vocab 256, width 64, 4 blocks, 32 tokens; about 0.23 M parameters) for tests."""
+    return decoder(vocab=256, dim=64, depth=4, heads=4, seq_len=32)

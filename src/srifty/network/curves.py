@@ -31,7 +31,9 @@ UNKNOWN = "?"
 
 
 def configuration_keys(frame: pd.DataFrame, encoder: FeatureEncoder) -> npt.NDArray[np.str_]:
-    """``"instance type|backend|intra"`` (or ``|net``) per row; the backend filled as the encoder fills it."""
+    """``"instance type|backend|intra"`` (or ``|net``) per row; the backend filled as the encoder fills it. A
+    model that learned several collectives (``collective`` among its categorical features) keys each one
+    apart: ``"…|net|all_gather"``."""
     n = len(frame)
     instance = (
         frame["instance_type"].astype("string").fillna(UNKNOWN).to_numpy(dtype=str)
@@ -45,7 +47,11 @@ def configuration_keys(frame: pd.DataFrame, encoder: FeatureEncoder) -> npt.NDAr
     else:
         backend = np.full(n, UNKNOWN)
     traffic = np.where(is_intra_node(frame), "intra", "net")
-    return np.char.add(np.char.add(np.char.add(instance, "|"), np.char.add(backend, "|")), traffic)
+    keys = np.char.add(np.char.add(np.char.add(instance, "|"), np.char.add(backend, "|")), traffic)
+    if "collective" in encoder.categorical:
+        collective = encoder.categorical_values(frame, "collective").fillna("allreduce").to_numpy(dtype=str)
+        keys = np.char.add(np.char.add(keys, "|"), collective)
+    return keys
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,14 @@ import pandas as pd
 from srifty.artifacts import atomic_write_bytes
 from srifty.errors import ArtifactError
 from srifty.network.errors import NetModelError
-from srifty.vocab.probes import PROBE_COLUMNS, PROBE_KIND, PROBE_SCHEMA_VERSION, REQUIRED_FIT_COLUMNS, probe_frame
+from srifty.vocab.probes import (
+    PROBE_COLUMNS,
+    PROBE_KIND,
+    PROBE_SCHEMA_VERSION,
+    REQUIRED_FIT_COLUMNS,
+    probe_frame,
+    with_defaults,
+)
 
 _META_KEY = b"srifty"
 
@@ -44,7 +51,7 @@ def _read_one(path: Path) -> pd.DataFrame:
         raise ArtifactError(f"probe file '{path}' does not exist. Check the path, or run `srifty probe`.")
     if path.suffix == ".csv":
         try:
-            return pd.read_csv(path)
+            return with_defaults(pd.read_csv(path))
         except (ValueError, UnicodeDecodeError) as err:
             raise ArtifactError(f"'{path}' is not a readable CSV probe file ({err}).") from None
     import pyarrow as pa
@@ -67,7 +74,7 @@ def _read_one(path: Path) -> pd.DataFrame:
                 f"'{path}' is probe-set schema version {doc['schema_version']}, newer than this srifty "
                 f"reads ({PROBE_SCHEMA_VERSION}). Upgrade srifty."
             )
-    return table.to_pandas()
+    return with_defaults(table.to_pandas())
 
 
 def read_probes(paths: Path | str | Sequence[Path | str]) -> pd.DataFrame:

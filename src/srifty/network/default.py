@@ -7,7 +7,9 @@ described in ``data/README.md``:
   machine, links shaped with ``tc`` to 1/50 of four AWS families' ratings): an emulation, not a cloud;
 * public nccl-tests and torch.distributed allreduce sweeps on real clusters (AWS EFA p4d/p4de/p5/p6,
   g4dn.metal; DGX systems on InfiniBand and RoCE; single 8-GPU NVLink nodes), transcribed from their
-  sources (:mod:`srifty.network.public`); nothing there was measured by srifty.
+  sources (:mod:`srifty.network.public`); nothing there was measured by srifty;
+* all-gather and reduce-scatter probes on the same emulated testbed, which only the model of every
+  collective is fitted on (:mod:`srifty.network.bycollective`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ from pathlib import Path
 import pandas as pd
 
 from srifty.errors import ArtifactError
+from srifty.network.bycollective import ByCollective
 from srifty.network.dataset import read_probes
 from srifty.network.model import BandwidthModel
 
 DEFAULT_PROBES_FILE = "testbed-probes.parquet"
+#: All-gather and reduce-scatter probes on the same testbed (the collectives sharded data parallelism runs).
+COLLECTIVE_PROBES_FILE = "testbed-collectives.parquet"
 DEFAULT_MODEL_FILE = "default-net.json"
+#: The model of every collective (allreduce, all-gather, reduce-scatter), fitted on all of the above.
+COLLECTIVES_MODEL_FILE = "default-net-collectives.json"
 #: Where the default model's numbers come from, for plans to say.
 DEFAULT_MODEL_SOURCE = (
     "embedded default: emulated-testbed gloo probes (g4dn/g5 families at 1/50 scale) and public nccl-tests "
@@ -58,6 +65,21 @@ def load_default_training_set() -> pd.DataFrame:
     return pd.concat([load_default_probes(), load_public_probes()], ignore_index=True)
 
 
-def load_default_model() -> BandwidthModel:
-    """The embedded bandwidth model, fitted on :func:`load_default_training_set`. Loaded afresh on each call."""
-    return BandwidthModel.load(_data_file(DEFAULT_MODEL_FILE.replace(".json", ".meta.json")))
+def load_collective_probes() -> pd.DataFrame:
+    """The embedded all-gather and reduce-scatter probes (testbed, represented units)."""
+    return read_probes(_data_file(COLLECTIVE_PROBES_FILE))
+
+
+def load_collectives_training_set() -> pd.DataFrame:
+    """Every row the model of all collectives is fitted on: :func:`load_default_training_set` and
+    :func:`load_collective_probes`."""
+    return pd.concat([load_default_training_set(), load_collective_probes()], ignore_index=True)
+
+
+def load_default_model() -> ByCollective:
+    """The embedded bandwidth model: allreduces answered by the model fitted on :func:`load_default_training_set`
+    (allreduce probes), all-gathers and reduce-scatters by the one fitted on
+    :func:`load_collectives_training_set` (see :mod:`srifty.network.bycollective`). Loaded afresh on each call."""
+    allreduce = BandwidthModel.load(_data_file(DEFAULT_MODEL_FILE.replace(".json", ".meta.json")))
+    others = BandwidthModel.load(_data_file(COLLECTIVES_MODEL_FILE.replace(".json", ".meta.json")))
+    return ByCollective(allreduce, others)

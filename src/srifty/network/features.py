@@ -39,9 +39,10 @@ DEFAULT_NUMERIC_FEATURES = (
     "n_concurrent",
     "link_gbps",
 )
-#: The collective's backend (nccl, gloo) and the paper's location features; each is dropped at fit time
-#: where the training set has a single value.
-DEFAULT_CATEGORICAL_FEATURES = ("backend", "cloud", "region", "zone")
+#: The collective's backend (nccl, gloo), the paper's location features, and which collective it is
+#: (allreduce, all-gather, reduce-scatter); each is dropped at fit time where the training set has a single
+#: value, so a model fitted on allreduces alone is the paper's.
+DEFAULT_CATEGORICAL_FEATURES = ("backend", "cloud", "region", "zone", "collective")
 #: Columns computed from others rather than read (``n_nodes`` is read where present).
 DERIVED_FEATURES = ("n_nodes", "link_gbps")
 

@@ -89,7 +89,7 @@ from srifty.network.tuning import (
     mape,
     tune_params,
 )
-from srifty.vocab.busbw import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message
+from srifty.vocab.busbw import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message, ring_passes
 
 Target = Literal["auto", "link_fraction", "busbw"]
 TARGETS: tuple[Target, ...] = ("auto", "link_fraction", "busbw")
@@ -593,6 +593,20 @@ class BandwidthModel:
         label, _, _ = self._labels(data)
         return self._busbw(label, self._scale_bytes_per_s(data), busbw_cap_bytes_per_s(data))
 
+    def probed(self, frame: pd.DataFrame | Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """Whether each row's configuration was in the training set on its side of the MTU (what
+        :meth:`familiarity` says, without asking the boosters)."""
+        self._check_fitted()
+        data = as_frame(frame)
+        validate_frame(data, need_label=False)
+        keys = configuration_keys(data, self.encoder_)
+        small = is_small_message(data["size_bytes"].to_numpy(), self.mtu_bytes)
+        out = np.zeros(len(data), dtype=bool)
+        for side, mask in (("small", small), ("large", ~small)):
+            if mask.any():
+                out[mask] = self.sides_[side].probed(keys[mask])
+        return out
+
     def familiarity(self, frame: pd.DataFrame | Mapping[str, Any]) -> npt.NDArray[np.str_]:
         """``"probed"`` where the row's configuration (instance type, backend, inside or between VMs) was
         in the training set on its side of the MTU, else ``"unprobed"``."""
@@ -644,7 +658,7 @@ class BandwidthModel:
         _, keys, classes = self._labels(data)
         q = np.exp(self.residual_quantiles(data, [0.1, 0.5, 0.9]))
         lines = []
-        for key, kind, (low, mid, high) in zip(keys, classes, q, strict=True):
+        for row, (key, kind, (low, mid, high)) in enumerate(zip(keys, classes, q, strict=True)):
             spread = f"80 % of held-out cases within {100 * (low / mid - 1):+.0f} % / {100 * (high / mid - 1):+.0f} %"
             record = self.configurations_.get(str(key))
             if kind == "probed" and record is not None:
@@ -654,13 +668,25 @@ class BandwidthModel:
                 )
             else:
                 lines.append(f"not probed: answered from the other configurations' measurements; {spread}")
+            asked = str(data["collective"].iloc[row]) if "collective" in data.columns else "allreduce"
+            if asked != "allreduce" and "collective" not in self.encoder_.categorical:
+                lines[-1] += (
+                    f" ({asked} answered as an allreduce's bus bandwidth: this model learned no other collective)"
+                )
         return lines
 
     def predict_time_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
-        """Predicted seconds of each row's allreduce, from :meth:`predict_busbw_bytes_per_s`."""
+        """Predicted seconds of each row's collective (its ``collective`` column; allreduce without one), from
+        :meth:`predict_busbw_bytes_per_s`."""
         data = as_frame(frame)
         busbw = self.predict_busbw_bytes_per_s(data)
-        return allreduce_time_s(data["size_bytes"].to_numpy(), data["world_size"].to_numpy(), busbw)
+        collective = data["collective"].astype("string").fillna("allreduce") if "collective" in data.columns else None
+        passes = 2.0 if collective is None else collective.map(ring_passes).to_numpy(dtype=np.float64)
+        return (
+            np.asarray(passes, dtype=np.float64)
+            / 2.0
+            * allreduce_time_s(data["size_bytes"].to_numpy(), data["world_size"].to_numpy(), busbw)
+        )
 
     # ---------------------------------------------------------------------------------- save / load
     def metadata(self) -> dict[str, Any]:

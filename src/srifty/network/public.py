@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from srifty.errors import ArtifactError
-from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s
+from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s, ring_passes
 
 TABLES_FILE = "public-tables.csv"
 ROWS_FILE = "public-allreduce.csv"
@@ -71,8 +71,14 @@ def load_public_probes(use: Sequence[str] = (TRAIN,)) -> pd.DataFrame:
     world = data["world_size"].to_numpy(dtype=np.float64)
     timed = data["time_us"].to_numpy(dtype=np.float64) * 1e-6
     published = data["busbw_GBps"].to_numpy(dtype=np.float64) * _GBYTES
-    busbw = np.where(np.isfinite(timed), busbw_bytes_per_s(size, world, timed), published)
-    time_s = np.where(np.isfinite(timed), timed, size * 2.0 * (world - 1.0) / world / busbw)
+    collective = (
+        data["collective"].fillna("allreduce")
+        if "collective" in data.columns
+        else pd.Series("allreduce", index=data.index)
+    )
+    passes = collective.map(ring_passes).to_numpy(dtype=np.float64)
+    busbw = np.where(np.isfinite(timed), passes / 2.0 * busbw_bytes_per_s(size, world, timed), published)
+    time_s = np.where(np.isfinite(timed), timed, size * passes * (world - 1.0) / world / busbw)
     aws = data["instance_type"].str.match(r"^[a-z0-9-]+\.[a-z0-9]+$") & ~data["instance_type"].str.endswith("-node")
     out = pd.DataFrame(
         {
@@ -108,6 +114,7 @@ def load_public_probes(use: Sequence[str] = (TRAIN,)) -> pd.DataFrame:
             "intra_node_shaped_gbps": np.nan,
             "rate_variation": 0.0,
             "testbed_name": "",
+            "collective": collective.to_numpy(dtype=object),
         }
     )
     out = out[list(PROBE_COLUMNS)].astype(PROBE_COLUMNS)

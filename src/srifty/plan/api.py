@@ -12,9 +12,10 @@ from pathlib import Path
 from srifty.catalog import Catalog, InstanceType, load_catalog
 from srifty.compute import Profile
 from srifty.errors import ProfileError, SpecError
-from srifty.plan.build import ProfileLimits, build_problems, compute_latency_ms, max_batch_on
+from srifty.plan.build import build_problems, compute_latency_ms
 from srifty.plan.explain import explain_choice
 from srifty.plan.inputs import PlanInputs, resolve
+from srifty.plan.memory import Sharding, StrategyLimits, allowed_strategies, require_some_fit, type_max_batch
 from srifty.plan.methods import Knowledge, get_method
 from srifty.plan.offers import excluded_opt_in_zones, expand_offers, search_places
 from srifty.plan.planner import cheapest_within, make_plan, nothing_left
@@ -23,6 +24,7 @@ from srifty.plan.problem import Candidate, PlanProblem
 from srifty.plan.prune import PrunedType, compute_floor_fn, unpruned
 from srifty.plan.prune import prune as prune_problems
 from srifty.plan.result import Infeasibility, Plan
+from srifty.plan.sharding import ShardingChooser
 from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, Mode
 from srifty.sim import profile_for
 from srifty.spec import JobSpec, load_spec
@@ -61,14 +63,18 @@ def area_type_names(spec: JobSpec, catalog: Catalog) -> list[str]:
 
 def spec_config(text: str, spec: JobSpec, catalog: Catalog, zone: str | None = None) -> Config:
     """Parse a configuration (``"4xg4dn.12xlarge@64,..."``) in ``spec``'s region, each type on the market its
-    candidate names (``[spot]`` after a group names it too), its spot VMs in ``zone`` if given.
+    candidate names (``[spot]`` after a group names it too), its spot VMs in ``zone`` if given. It runs the
+    spec's ``parallelism`` (``ddp`` for ``auto``: a typed configuration is not re-planned) and, with
+    ``activation_checkpointing: on``, checkpoints every block.
 
     Raises:
         SpecError: bad notation, an unknown type, or a spec that plans in several regions.
     """
     cloud, region = spec_area(spec, catalog)
     markets = {c.instance_type: c.market for c in spec.candidates}
-    return parse_config(text, region, cloud, catalog, markets, zone)
+    config = parse_config(text, region, cloud, catalog, markets, zone)
+    parallelism = "ddp" if spec.parallelism == "auto" else spec.parallelism
+    return config.sharded(parallelism, spec.activation_checkpointing == "on")
 
 
 def require_global_batch(config: Config, spec: JobSpec, what: str) -> None:
@@ -93,11 +99,13 @@ def require_fits(config: Config, profiles: Mapping[str, Profile], what: str) -> 
     for group in config.groups:
         if group.count < 1 or group.local_batch < 1:
             raise SpecError(f"{what} {config}: group {group.notation()} needs at least one VM and a batch of 1")
-        limit = max_batch_on(profile_for(profiles, group.instance), group.instance)
+        sharding = Sharding(config.parallelism, config.shard_size, config.checkpointing)
+        limit = type_max_batch(profile_for(profiles, group.instance), group.instance, sharding)
         if group.local_batch > limit:
             raise SpecError(
                 f"{what} {config}: local batch {group.local_batch} of {group.notation()} does not fit one "
-                f"{group.instance.gpu_name} (at most {limit} by the profile's memory model); lower it"
+                f"{group.instance.gpu_name} under {sharding.describe()} (at most {limit} by the memory model); "
+                "lower it, or set `parallelism:` to shard the model"
             )
 
 
@@ -139,9 +147,13 @@ def plan_job(
     if not usable:
         reasons = "; ".join(sorted(set(resolved.unplannable.values()))) or "no profile for any of their GPUs"
         raise ProfileError(f"no instance type in the spec can be planned: {reasons}.")
-    problems = build_problems(spec, cat, ProfileLimits(resolved.profiles), entry.batch_policy, offers=usable)
+    max_gpus = sum(o.quota * o.instance.gpus_per_vm for o in usable)
+    require_some_fit(spec, sorted({o.instance for o in usable}, key=_instance_order), resolved.profiles, cat, max_gpus)
+    limits = StrategyLimits(spec, resolved.profiles, max_gpus)
+    problems = build_problems(spec, cat, limits, entry.batch_policy, offers=usable)
     knowledge = Knowledge(resolved.profiles, resolved.net_model, seed=spec.seed, sim_iters=iters)
-    predictor = MemoPredictor(entry.make_predictor(knowledge))
+    sharded = entry.name == "srifty"  # the simulator predicts FSDP and HSDP; the baselines know DDP only
+    predictor = MemoPredictor(ShardingChooser(entry.make_predictor(knowledge), spec, resolved.profiles, sharded))
 
     latencies: dict[tuple[str, int], float] = {}
 
@@ -152,9 +164,14 @@ def plan_job(
             latencies[key] = compute_latency_ms(resolved.profiles, cand, batch)
         return latencies[key]
 
+    # a sharded configuration steps only its shard: its compute floor is forward and backward
+    phases = ("fw", "bw") if sharded and allowed_strategies(spec) != ("ddp",) else ("fw", "bw", "step")
+
     def search(batch: tuple[PlanProblem, ...]) -> tuple[Plan, bool]:
         if prune:
-            pruning = prune_problems(batch, predictor, compute_floor_fn(resolved.profiles, iters), excluded)
+            pruning = prune_problems(
+                batch, predictor, compute_floor_fn(resolved.profiles, iters, phases=phases), excluded
+            )
         else:
             pruning = unpruned(batch, excluded)
         if pruning.problems:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from srifty.catalog import Catalog, InstanceType
 from srifty.compute import Profile
+from srifty.compute.sharding import MemoryInputs, gpu_options, max_batch_for, memory_inputs
 from srifty.plan.offers import Offer, expand_offers
 from srifty.plan.problem import Candidate, Placement, PlanProblem
 from srifty.plan.space import BatchPolicy, allowed_batches
@@ -41,16 +42,17 @@ def knee_floor(profile: Profile) -> int:
     return 1 << (int(knee).bit_length() - 1)
 
 
-def max_batch_on(profile: Profile, instance: InstanceType) -> int:
-    """Largest local batch that fits one GPU of ``instance``.
+def max_batch_on(profile: Profile, instance: InstanceType, inputs: MemoryInputs | None = None) -> int:
+    """Largest local batch that fits one GPU of ``instance`` under DDP (:mod:`srifty.compute.sharding`: the
+    model state, DDP's gradient buckets, activations and workspace).
 
-    A profile measured on that very GPU knows its limit (unless a cap stopped the search); otherwise the
-    memory model predicts it for the GPU's memory.
+    A profile measured on that very GPU, whose search stopped at its memory, caps the model's answer.
     """
+    limit = max_batch_for(inputs or memory_inputs(profile), gpu_options("ddp"), instance.gpu_memory_bytes)
     measured_here = profile.device.gpu == instance.gpu_name and not profile.is_estimate
     if measured_here and profile.max_batch_limited_by == "gpu_memory":
-        return profile.max_batch
-    return profile.memory.max_batch(instance.gpu_memory_bytes)
+        return min(limit, profile.max_batch)
+    return limit
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ every VM can reach, typically the first group's head node) is passed at launch t
 * ``SRIFTY_GRAD_WEIGHT``: ``local_batch / global_batch``, the weight that makes every sample count equally
   when local batches differ (read by ``srifty.torch``);
 * ``SRIFTY_WORLD_SIZE``, ``SRIFTY_NNODES``: total GPUs and VMs across all groups;
-* ``SRIFTY_PLACEMENT``: where the configuration runs (cloud, region, zone).
+* ``SRIFTY_PLACEMENT``: where the configuration runs (cloud, region, zone);
+* for a sharded configuration, ``SRIFTY_PARALLELISM``, ``SRIFTY_SHARD_GROUP_SIZE`` and
+  ``SRIFTY_ACTIVATION_CHECKPOINTING`` (:meth:`~srifty.vocab.Config.sharding_env`, read by ``srifty.torch.fsdp``).
 
 Every group of a configuration runs in the same region, and its spot VMs in the same zone: each task names
 the cloud, region and (when placed in one) ``zone``. AWS zones are given as zone IDs (``use1-az4``), as in
@@ -62,6 +64,7 @@ def group_env(scored: Scored, index: int, job: str) -> dict[str, str]:
         "SRIFTY_RDZV_ID": job,
         "SRIFTY_RDZV_ENDPOINT": f"HEAD_NODE_IP:{RDZV_PORT}",
         "SRIFTY_PLACEMENT": config.where(),
+        **config.sharding_env(),
     }
 
 

@@ -165,6 +165,10 @@ def resolve_profiles(
             profiles[gpu] = available[gpu]
             continue
         measured = [p for p in available.values() if not p.is_estimate]
+        if not measured and available and unplannable is not None:
+            listed = ", ".join(sorted(available))
+            unplannable[gpu] = f"no profile of {model_name} on {gpu} (only {listed}) and none measured to estimate from"
+            continue
         if not measured:
             precisions = {p.precision for p in bundled_profiles_for(model_name)}
             raise ProfileError(_nothing_to_plan_with(spec, model_name, first, precisions))
@@ -225,8 +229,8 @@ def describe_network(net: Any, instances: Sequence[InstanceType]) -> dict[str, s
     if explain is None or not unique:
         return {}
     sizes = np.array([float(NOTE_SIZE_BYTES)])
-    blocks = [(sizes, 2 * i.gpus_per_vm, 2, i) for i in unique]
-    blocks += [(sizes, i.gpus_per_vm, 1, i) for i in unique if i.gpus_per_vm > 1]
+    blocks = [(sizes, 2 * i.gpus_per_vm, 2, i, "allreduce", 1) for i in unique]
+    blocks += [(sizes, i.gpus_per_vm, 1, i, "allreduce", 1) for i in unique if i.gpus_per_vm > 1]
     lines = iter(explain(feature_frame(blocks)))
     notes = {i.name: f"between VMs: {next(lines)}" for i in unique}
     for i in unique:

@@ -28,12 +28,16 @@ from srifty.plan.scoring import Scored, best_of, objective, preference, score
 from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, LatencyFn, Mode
 from srifty.plan.space import count_configs
 from srifty.units import usd_text
-from srifty.vocab import Config
 
 
 def full_vm_price(s: Scored) -> bool:
     """Whether a configuration's price covers whole VMs (``False`` for GPU-attachment prices)."""
     return all(g.instance.price_covers_host_vm for g in s.config.groups)
+
+
+def runnable(s: Scored) -> bool:
+    """Whether a configuration fits its GPUs' memory (the Pareto front ignores deadline and budget, not memory)."""
+    return "memory" not in s.violations
 
 
 def _order_key(goal: str, s: Scored, scopes_mixed: bool) -> tuple[object, ...]:
@@ -120,7 +124,7 @@ def make_plan(
         problem=_problem_of(batch, best),
         best=feasible_best if entry.honours_constraints else best,
         alternatives=tuple(alternatives),
-        pareto=tuple(pareto_front([s for s in scored if full_vm_price(s)] if mixed else scored)),
+        pareto=tuple(pareto_front([s for s in scored if runnable(s) and (full_vm_price(s) or not mixed)])),
         n_evaluated=len(scored),
         search_space_size=space,
         n_ilp_solved=n_ilp,
@@ -156,7 +160,7 @@ def _price_everywhere(
             zone = problem.placement.zone
             if zone == config.zone or not all(k in prices for k in keys):
                 continue
-            moved = Config(config.groups, zone)
+            moved = dataclasses.replace(config, zone=zone)
             if moved.key not in pool:
                 pool[moved.key] = score(problem, moved, predictor.predict(moved))
 
@@ -228,7 +232,7 @@ def nothing_left(problems: Sequence[PlanProblem], pruning: Pruning, method: str)
         problem=problems[0],
         best=None,
         alternatives=(),
-        pareto=tuple(pareto_front(study)),
+        pareto=tuple(pareto_front([s for s in study if runnable(s)])),
         n_evaluated=len(study),
         search_space_size=0,
         n_ilp_solved=0,

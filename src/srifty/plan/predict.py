@@ -22,7 +22,15 @@ from srifty.vocab import Config
 
 @dataclass(frozen=True)
 class Estimate:
-    """Predicted iteration time of one configuration (seconds)."""
+    """Predicted iteration time of one configuration (seconds).
+
+    Attributes:
+        parallelism, checkpointing: the strategy the configuration was predicted under
+            (:mod:`srifty.plan.sharding` chooses it).
+        fits_memory: whether every GPU holds its local batch under that strategy (predicted).
+        memory_peak_bytes, memory_usable_bytes: the fullest GPU's predicted peak and usable memory (0: not
+            checked).
+    """
 
     iter_mean_s: float
     iter_std_s: float
@@ -34,6 +42,11 @@ class Estimate:
     iter_mean_error_s: float = 0.0
     #: How compute and communication were combined (srifty: measured interference or perfect overlap).
     iteration_model: str = ""
+    parallelism: str = "ddp"
+    checkpointing: bool = False
+    fits_memory: bool = True
+    memory_peak_bytes: float = 0.0
+    memory_usable_bytes: float = 0.0
 
 
 class Predictor(Protocol):
@@ -77,6 +90,8 @@ class SimPredictor:
             r.estimated_profiles,
             r.iter_mean_error_s,
             r.iteration_model,
+            config.parallelism,
+            config.checkpointing,
         )
 
 

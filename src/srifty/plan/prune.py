@@ -110,8 +110,14 @@ class Pruning:
     original: tuple[PlanProblem, ...] = ()
 
 
-def compute_floor_fn(profiles: Mapping[str, Profile], iters: int, spread_scale: float = 1.0) -> FloorFn:
-    """``t_c(b)`` in seconds: the mean forward + backward + step time of one GPU of ``c`` at batch ``b``, less
+def compute_floor_fn(
+    profiles: Mapping[str, Profile],
+    iters: int,
+    spread_scale: float = 1.0,
+    phases: tuple[str, ...] = ("fw", "bw", "step"),
+) -> FloorFn:
+    """``t_c(b)`` in seconds: the mean time of ``phases`` (forward + backward + step; a sharded configuration's
+    step is over its shard, so its floor leaves the step out) of one GPU of ``c`` at batch ``b``, less
     :data:`NOISE_SIGMAS` standard errors of a mean over ``iters`` simulated iterations."""
     cache: dict[tuple[int, int], float] = {}
 
@@ -119,8 +125,8 @@ def compute_floor_fn(profiles: Mapping[str, Profile], iters: int, spread_scale: 
         profile = profile_for(profiles, cand.instance)
         key = (id(profile), batch)
         if key not in cache:
-            mean = sum(float(profile.predict_ms(ph, batch)) for ph in ("fw", "bw", "step"))
-            std = math.sqrt(sum(float(profile.std_ms(ph, batch)) ** 2 for ph in ("fw", "bw", "step"))) * spread_scale
+            mean = sum(float(profile.predict_ms(ph, batch)) for ph in phases)
+            std = math.sqrt(sum(float(profile.std_ms(ph, batch)) ** 2 for ph in phases)) * spread_scale
             cache[key] = max(mean - NOISE_SIGMAS * std / math.sqrt(max(iters, 1)), 0.0) / 1000.0
         return cache[key]
 

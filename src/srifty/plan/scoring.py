@@ -44,7 +44,8 @@ def job_time_cost(problem: PlanProblem, config: Config, iter_mean_s: float) -> t
     """``(job time s, cost USD, violated constraints)`` of ``config`` at a mean iteration time.
 
     Job time is ``N·t_iter + overhead``; cost is the configuration's price for that time; the violations
-    are ``"deadline"`` and ``"budget"``, where the problem has them.
+    are ``"deadline"`` and ``"budget"``, where the problem has them (:func:`score` adds ``"memory"`` for a
+    configuration predicted not to fit its GPUs).
     """
     time_s = problem.job_time_s(iter_mean_s)
     cost = problem.cost_usd(config.price_usd_per_hour(), time_s)
@@ -82,8 +83,10 @@ class Scored:
 def score(problem: PlanProblem, config: Config, estimate: Estimate) -> Scored:
     """Job time, cost, deadline probability and violated constraints of ``config`` as predicted, placed in
     the problem's zone."""
-    config = problem.place(config)
+    config = problem.place(config).sharded(estimate.parallelism, estimate.checkpointing)  # type: ignore[arg-type]
     time_s, cost, violations = job_time_cost(problem, config, estimate.iter_mean_s)
+    if not estimate.fits_memory:
+        violations = ("memory", *violations)
     p_deadline = None if problem.deadline_s is None else deadline_probability(problem, estimate)
     return Scored(config, estimate, time_s, cost, config.price_usd_per_hour(), p_deadline, violations)
 

@@ -51,6 +51,7 @@ def config_from_plan(plan_path: Path, spec_path: Path, spec: JobSpec) -> tuple[C
     catalog = load_catalog()
     cloud, region = (best["cloud"], best["region"]) if best.get("region") else spec_area(spec, catalog)
     config = parse_config(best["config"], region, cloud, catalog, markets, best.get("zone"))
+    config = config.sharded(best.get("parallelism", "ddp"), bool(best.get("activation_checkpointing", False)))
     return config, float(best["iter_mean_s"])
 
 

@@ -260,6 +260,7 @@ class ClusterRunner:
             ENV_LAUNCH_ID: launch_id,
             "SRIFTY_RANK_BATCHES": ",".join(str(b) for _, b in layout),
             "SRIFTY_GLOBAL_BATCH": str(config.global_batch),
+            **config.sharding_env(),
             "SRIFTY_ITERATIONS": str(self.controller.spec.iterations),
             "SRIFTY_CKPT_DIR": self.options.ckpt_dir,
             "SRIFTY_CKPT_EVERY": str(self.options.ckpt_every),

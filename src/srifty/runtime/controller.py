@@ -20,7 +20,7 @@ already running keeps it (``keep``): relaunching the same VMs would only cost a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from srifty.catalog import load_catalog
 from srifty.errors import SpecError
@@ -315,7 +315,7 @@ class Controller:
             reason = plan.infeasibility.message if plan.infeasibility else "no feasible configuration"
             if force and self._survivors:
                 # Nothing better: carry on with the VMs that are left.
-                self.config = Config(tuple(self._survivors))
+                self.config = replace(self.config, groups=tuple(self._survivors))
                 self._config_since_s = now_s
             return self._emit(
                 Decision(

@@ -191,6 +191,7 @@ class LocalRunner:
             ENV_LAUNCH_ID: self.launch_id,
             "SRIFTY_RANK_BATCHES": ",".join(str(b) for _, b in layout),
             "SRIFTY_GLOBAL_BATCH": str(config.global_batch),
+            **config.sharding_env(),
             "SRIFTY_ITERATIONS": str(self.controller.spec.iterations),
             "SRIFTY_RUN_DIR": str(self.run_dir / "workers"),
             "SRIFTY_CKPT_DIR": str(self.run_dir / "checkpoints"),

@@ -68,17 +68,21 @@ def config_busbw_bytes_per_s(
     )[0]
 
 
-Block = tuple[NDArray[np.float64], int, int, InstanceType]  # (sizes in bytes, world size, VMs, instance type)
+#: (sizes in bytes, world size, VMs, instance type, collective, concurrent transfers)
+Block = tuple[NDArray[np.float64], int, int, InstanceType, str, int]
 
 
 @dataclass(frozen=True)
 class NetRequest:
-    """One :func:`config_busbw_bytes_per_s` question: sizes (bytes) among ``n_nodes`` VMs of ``instances``."""
+    """One :func:`config_busbw_bytes_per_s` question: ``collective`` transfers of these sizes (bytes) among
+    ``n_nodes`` VMs of ``instances``, ``n_concurrent`` of them sharing each VM's link at once."""
 
     sizes_bytes: NDArray[np.float64]
     world_size: int
     n_nodes: int
     instances: tuple[InstanceType, ...]
+    collective: str = "allreduce"
+    n_concurrent: int = 1
 
 
 def config_busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> list[NDArray[np.float64]]:
@@ -94,7 +98,7 @@ def config_busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) 
     order: list[int] = []
 
     def add(block: Block) -> None:
-        key = (block[0].tobytes(), block[1], block[2], id(block[3]))
+        key = (block[0].tobytes(), block[1], block[2], id(block[3]), block[4], block[5])
         if key not in index:
             index[key] = len(blocks)
             blocks.append(block)
@@ -105,9 +109,9 @@ def config_busbw_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) 
         if not r.instances:
             raise SriftyError("no instance types to query the bandwidth model for")
         for inst in r.instances:
-            add((np.asarray(r.sizes_bytes, dtype=float), r.world_size, r.n_nodes, inst))
+            add((np.asarray(r.sizes_bytes, dtype=float), r.world_size, r.n_nodes, inst, r.collective, r.n_concurrent))
             if datasheet and _is_intra_node(r.n_nodes, inst):
-                add((CAP_GRID_BYTES, r.world_size, 1, inst))
+                add((CAP_GRID_BYTES, r.world_size, 1, inst, r.collective, r.n_concurrent))
     unique = list(_predict_blocks(model, blocks))
     predictions = iter([unique[i] for i in order])
     out: list[NDArray[np.float64]] = []
@@ -133,7 +137,11 @@ def spread_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> lis
     ask = getattr(model, "residual_quantiles", None)
     if ask is None or not requests:
         return [None] * len(requests)
-    blocks = [(r.sizes_bytes, r.world_size, r.n_nodes, inst) for r in requests for inst in r.instances]
+    blocks = [
+        (r.sizes_bytes, r.world_size, r.n_nodes, inst, r.collective, r.n_concurrent)
+        for r in requests
+        for inst in r.instances
+    ]
     quantiles = np.asarray(ask(feature_frame(blocks), SPREAD_LEVELS), dtype=float)
     lo, hi = SPREAD_LEVELS.index(0.1), SPREAD_LEVELS.index(0.9)
     out: list[NDArray[np.float64] | None] = []
@@ -152,8 +160,8 @@ def spread_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> lis
 
 
 def feature_frame(blocks: Sequence[Block]) -> Any:
-    """One frame of transfers (:data:`~srifty.vocab.probes.TRANSFER_COLUMNS`) for every block's allreduces, in
-    block order (one transfer in flight each). Built from numpy columns at once: a DataFrame per block is the
+    """One frame of transfers (:data:`~srifty.vocab.probes.TRANSFER_COLUMNS`) for every block's collectives, in
+    block order. Built from numpy columns at once: a DataFrame per block is the
     slow part of a query."""
     from srifty.vocab.probes import transfer_frame
 
@@ -169,7 +177,7 @@ def feature_frame(blocks: Sequence[Block]) -> Any:
             "world_size": column([b[1] for b in blocks]),
             "n_nodes": column([b[2] for b in blocks]),
             "gpus_per_node": column([i.gpus_per_vm for i in insts]),
-            "n_concurrent": np.ones(sum(counts), dtype=np.int64),
+            "n_concurrent": column([b[5] for b in blocks]).astype(np.int64),
             "rated_network_gbps": column(
                 [np.nan if i.rated_network_gbps is None else float(i.rated_network_gbps) for i in insts]
             ),
@@ -177,6 +185,7 @@ def feature_frame(blocks: Sequence[Block]) -> Any:
             "gpu": column([i.gpu_name for i in insts]),
             "cloud": column([i.cloud for i in insts]),
             "region": column([i.region for i in insts]),
+            "collective": column([b[4] for b in blocks]),
         }
     )
 

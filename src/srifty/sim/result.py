@@ -24,6 +24,8 @@ class SimResult:
             overlap and why.
         iter_mean_error_s: standard deviation of the *mean* iteration time due to estimated profiles (their
             calibrated expected error on the compute share): a systematic error, 0 when all are measured.
+        parallelism: ``ddp``, ``fsdp`` or ``hsdp`` (for a sharded one, ``pe_mean_s`` is the last collective's
+            end from the start of backward and ``n_transfers`` counts its collectives).
     """
 
     config: str
@@ -47,6 +49,7 @@ class SimResult:
     estimated_profiles: bool
     iter_mean_error_s: float = 0.0
     iteration_model: str = ""
+    parallelism: str = "ddp"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

@@ -44,10 +44,10 @@ All randomness comes from the ``numpy.random.Generator`` passed in; nothing read
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from statistics import NormalDist
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,6 +67,9 @@ from srifty.sim.netquery import (
 )
 from srifty.sim.overlap import simulate_overlap
 from srifty.sim.result import SimResult
+from srifty.sim.sampling import curve_at as _pe_at
+from srifty.sim.sampling import log_time_factors as _log_time_factors
+from srifty.sim.sampling import normal_quantile
 from srifty.vocab.busbw import bus_bytes
 from srifty.vocab.config import Config
 
@@ -148,6 +151,7 @@ class Simulator:
         self._pe_cache: dict[tuple[object, ...], _PeCurve] = {}
         self._net_cache: dict[tuple[object, ...], tuple[NDArray[np.float64], float, NDArray[np.float64] | None]] = {}
         self._overlap_cache: dict[tuple[object, ...], _OverlapCurve] = {}
+        self._sharded_cache: dict[tuple[object, ...], Any] = {}  # srifty.sim.fsdp's timelines
 
     def profile_for(self, instance: InstanceType) -> Profile:
         """The profile used for ``instance`` (see :func:`profile_for`)."""
@@ -227,7 +231,7 @@ class Simulator:
         followed by the cap grid. The spread is asked about the transfers alone."""
         answers = config_busbw_many(self.net_model, list(requests.values()))
         transfers_only = [
-            NetRequest(r.sizes_bytes[: len(r.sizes_bytes) - len(CAP_GRID_BYTES)], r.world_size, r.n_nodes, r.instances)
+            dataclasses.replace(r, sizes_bytes=r.sizes_bytes[: len(r.sizes_bytes) - len(CAP_GRID_BYTES)])
             for r in requests.values()
         ]
         spreads = (
@@ -244,8 +248,14 @@ class Simulator:
         """Ask the bandwidth model about every configuration in ``configs`` at once (a planner's search
         space), so that :meth:`simulate` finds its network queries cached. Results are the same as without."""
         requests: dict[tuple[object, ...], NetRequest] = {}
+        configs = list(configs)
+        sharded = [c for c in configs if c.parallelism != "ddp"]
+        if sharded:
+            from srifty.sim.fsdp import prefetch_sharded
+
+            prefetch_sharded(self, sharded)
         for config in configs:
-            if config.world_size <= 1:
+            if config.world_size <= 1 or config.parallelism != "ddp":
                 continue
             types = tuple(sorted({(g.instance.name, g.instance.region) for g in config.groups}))
             instances = tuple(g.instance for g in config.groups)
@@ -262,7 +272,11 @@ class Simulator:
             self._fill_network(requests)
 
     def simulate(self, config: Config, rng: np.random.Generator) -> SimResult:
-        """Predict the iteration-time distribution of ``config``."""
+        """Predict the iteration-time distribution of ``config`` (a sharded one: :mod:`srifty.sim.fsdp`)."""
+        if config.parallelism != "ddp":
+            from srifty.sim.fsdp import simulate_sharded
+
+            return simulate_sharded(self, config, rng)
         iters = self.options.iters
         groups = config.groups
         computes = [self._group_compute(self.profile_for(g.instance), g.local_batch) for g in groups]
@@ -422,24 +436,6 @@ def _why_perfect(profile: Profile, enabled: bool, n_transfers: int) -> str:
 
 
 _PeCurve = tuple[NDArray[np.float64], NDArray[np.float64], float, int, NDArray[np.float64] | None]
-#: Midpoints of 1,000 equal slices of (0, 1): the expectation of a function of a draw from the quantiles.
-_EXPECTATION_LEVELS = (np.arange(1000) + 0.5) / 1000
-
-
-def _log_time_factors(spread: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
-    """Quantiles (at :data:`SPREAD_LEVELS`) of the log of the factor on communication time, from those of
-    the log-busbw residual ``e`` (time goes as ``exp(−scale·e)``), shifted so that the factor's mean over
-    the distribution is 1: the mean communication time stays the model's prediction."""
-    log_time = -scale * np.asarray(spread, dtype=np.float64)
-    mean = float(np.mean(np.exp(np.interp(_EXPECTATION_LEVELS, SPREAD_LEVELS, log_time))))
-    return log_time - np.log(mean)
-
-
-def _pe_at(t_bwd: NDArray[np.float64], grid: NDArray[np.float64], pe_grid: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``t_pe`` at backward times ``t_bwd``: the cached curve, extended linearly past its last point."""
-    return np.interp(t_bwd, grid, pe_grid) + np.where(
-        t_bwd > grid[-1], (t_bwd - grid[-1]) * _end_slope(grid, pe_grid), 0.0
-    )
 
 
 def _widened(quantile: float, mean: float, error_s: float, z: float) -> float:
@@ -455,11 +451,6 @@ def _percentile(ordered: NDArray[np.float64], q: float) -> float:
     lo = int(position)
     hi = min(lo + 1, len(ordered) - 1)
     return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (position - lo))
-
-
-def _end_slope(grid: NDArray[np.float64], values: NDArray[np.float64]) -> float:
-    span = grid[-1] - grid[-2]
-    return float((values[-1] - values[-2]) / span) if span > 0 else 0.0
 
 
 def simulate(
@@ -483,16 +474,3 @@ def simulate(
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     sim = Simulator(profiles, net_model, SimOptions(iters=iters, **options))  # type: ignore[arg-type]
     return sim.simulate(config, generator)
-
-
-_STANDARD_NORMAL = NormalDist()
-_quantile = np.frompyfunc(_STANDARD_NORMAL.inv_cdf, 1, 1)
-
-
-def normal_quantile(p: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``Φ⁻¹(p)`` of the standard normal, element-wise (``p`` kept inside (0, 1), as draws from ``[0, 1)``
-    can touch 0). The standard library's (Wichura's AS241, accurate to about 1e-16) rather than
-    ``scipy.special.ndtri``: importing scipy.special costs a cold ``srifty plan`` about 0.4 s."""
-    tiny = np.finfo(np.float64).tiny
-    inside = np.clip(p, tiny, np.nextafter(1.0, 0.0))
-    return np.asarray(_quantile(inside), dtype=np.float64)

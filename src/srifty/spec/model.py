@@ -28,6 +28,21 @@ SPEC_SCHEMA_VERSION = 1
 Goal = Literal["min_time", "min_cost"]
 Precision = Literal["fp32", "bf16", "fp16"]
 Cloud = Literal["aws", "gcp", "azure"]
+#: How the job spreads the model over its GPUs: ``ddp`` replicates it on every GPU; ``fsdp`` shards
+#: parameters, gradients and optimizer state over all of them (FSDP2 ``fully_shard``, ZeRO-3); ``hsdp``
+#: shards inside each VM and replicates across VMs; ``auto`` lets the planner pick per configuration.
+Parallelism = Literal["auto", "ddp", "fsdp", "hsdp"]
+#: Activation checkpointing of each sharding unit (a transformer block): ``auto`` lets the planner turn it
+#: on where a configuration would not fit without it (it costs a second forward in backward).
+Checkpointing = Literal["auto", "on", "off"]
+
+
+def _on_off(value: Any) -> Any:
+    """YAML's ``true``/``false`` (and ``yes``/``no``) mean ``on``/``off``."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return value
+
 
 #: VMs of each (instance type, market) that ``candidates: auto`` may rent unless ``quota`` says otherwise.
 DEFAULT_QUOTA = 8
@@ -172,6 +187,8 @@ class JobSpec(_Strict):
     network_model: Path | None = None
     seed: int = 0
     emulation: ScenarioSpec | None = None
+    parallelism: Parallelism = "auto"
+    activation_checkpointing: Annotated[Checkpointing, BeforeValidator(_on_off)] = "auto"
 
     @field_validator("model", mode="before")
     @classmethod
@@ -268,7 +285,10 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "description": "a string",
     "model": "a model name (for example resnet50) or a mapping with `name` and/or `profiles`",
     "model.name": "a non-empty model name: a torchvision name, hf:<config> or package.module:factory",
-    "model.precision": "one of 'fp32', 'bf16', 'fp16' (the numeric precision the profiles were measured in)",
+    "model.precision": (
+        "one of 'fp32', 'bf16', 'fp16' (the precision the profiles were measured in; bf16/fp16: mixed precision, "
+        "fp32 reduction)"
+    ),
     "model.seq_len": "a positive integer (tokens per sample)",
     "model.profiles": "a list of profile file paths",
     "global_batch": f"a positive integer up to {MAX_GLOBAL_BATCH:,} (samples per iteration across all GPUs)",
@@ -307,6 +327,8 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "emulation.preemptions.at_iteration": "a positive integer",
     "emulation.preemptions.count": "a positive integer",
     "emulation.checkpoint_every": "a positive integer (iterations)",
+    "parallelism": "one of 'auto', 'ddp', 'fsdp', 'hsdp' (auto: the planner picks per configuration)",
+    "activation_checkpointing": "one of 'auto', 'on', 'off' (or true/false)",
 }
 
 REQUIRED_EXAMPLES: dict[str, str] = {

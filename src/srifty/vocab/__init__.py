@@ -2,7 +2,7 @@
 
 * configurations (:class:`Config`, :class:`ConfigGroup`: ``count × instance type @ local batch``) and
   their text form (:func:`parse_config`);
-* allreduce arithmetic (:mod:`srifty.vocab.busbw`: bus and algorithm bandwidth, bytes moved, sizes, the
+* collective arithmetic (:mod:`srifty.vocab.busbw`: bus and algorithm bandwidth, bytes moved, sizes, the
   MTU);
 * the probe-row schema (:mod:`srifty.vocab.probes`).
 
@@ -11,22 +11,27 @@ planner) and the emulated cloud all import it, so none of them needs another's p
 """
 
 from srifty.vocab.busbw import (
+    COLLECTIVES,
     DEFAULT_MTU_BYTES,
+    Collective,
     algbw_bytes_per_s,
     allreduce_time_s,
     bus_bytes,
     busbw_bytes_per_s,
     is_small_message,
     ring_bytes_factor,
+    ring_passes,
     size_sweep_bytes,
 )
 from srifty.vocab.config import Config, ConfigGroup, make_config, parse_config
 from srifty.vocab.probes import PROBE_COLUMNS, TRANSFER_COLUMNS, probe_frame, transfer_frame
 
 __all__ = [
+    "COLLECTIVES",
     "DEFAULT_MTU_BYTES",
     "PROBE_COLUMNS",
     "TRANSFER_COLUMNS",
+    "Collective",
     "Config",
     "ConfigGroup",
     "algbw_bytes_per_s",
@@ -38,6 +43,7 @@ __all__ = [
     "parse_config",
     "probe_frame",
     "ring_bytes_factor",
+    "ring_passes",
     "size_sweep_bytes",
     "transfer_frame",
 ]

@@ -1,13 +1,19 @@
-"""Allreduce bandwidth arithmetic, as in nccl-tests: bus bandwidth, algorithm bandwidth, sizes, the MTU.
+"""Collective bandwidth arithmetic, as in nccl-tests: bus bandwidth, algorithm bandwidth, sizes, the MTU.
 
-Bus bandwidth is the rate each rank's link carries during a ring allreduce of ``s`` bytes over ``n``
-ranks: every rank sends (and receives) ``2·s·(n−1)/n`` bytes, so ``busbw = 2·s·(n−1)/(n·t)``. Algorithm
-bandwidth is plainly ``s/t``. Shared vocabulary: the probe, the bandwidth models, the simulator and the
-emulated cloud all count bytes and bandwidth this way. All functions accept scalars or numpy arrays and
-broadcast.
+Bus bandwidth is the rate each rank's link carries during a ring collective over ``n`` ranks. For an
+allreduce of ``s`` bytes every rank sends (and receives) ``2·s·(n−1)/n`` bytes, so
+``busbw = 2·s·(n−1)/(n·t)``. For an all-gather and a reduce-scatter ``s`` is the *whole* buffer (the
+gathered output, or the input before it is scattered: ``n`` chunks of ``s/n``) and every rank sends
+``s·(n−1)/n``, so ``busbw = s·(n−1)/(n·t)`` (nccl-tests' ``PERFORMANCE.md`` conventions, which make the
+three comparable: the same link reaches about the same bus bandwidth in each). Algorithm bandwidth is
+plainly ``s/t``. Shared vocabulary: the probe, the bandwidth models, the simulator and the emulated cloud
+all count bytes and bandwidth this way. All functions accept scalars or numpy arrays and broadcast; the
+``collective`` argument defaults to ``"allreduce"``.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -25,23 +31,52 @@ DEFAULT_MIN_SIZE_BYTES = 4
 DEFAULT_MAX_SIZE_BYTES = 512 * 2**20
 
 
-def ring_bytes_factor(world_size: ArrayLike) -> FloatArray:
-    """``2·(n−1)/n``: bytes each rank sends per byte allreduced (0 for a single rank)."""
+#: The collectives srifty probes and models: data-parallel training's allreduce, and sharded data
+#: parallelism's all-gather (parameters) and reduce-scatter (gradients).
+Collective = Literal["allreduce", "all_gather", "reduce_scatter"]
+COLLECTIVES: tuple[Collective, ...] = ("allreduce", "all_gather", "reduce_scatter")
+#: Bytes each rank sends per byte of ``s``, times ``n/(n−1)``: 2 for allreduce, 1 for the other two.
+_RING_PASSES: dict[str, float] = {"allreduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0}
+
+
+def ring_passes(collective: str) -> float:
+    """How many times ``(n−1)/n`` of the buffer each rank sends: 2 (allreduce) or 1 (all-gather,
+    reduce-scatter).
+
+    Raises:
+        ProbeError: an unknown collective, naming the known ones.
+    """
+    try:
+        return _RING_PASSES[collective]
+    except KeyError:
+        raise ProbeError(f"unknown collective '{collective}'; use one of {', '.join(COLLECTIVES)}.") from None
+
+
+def ring_bytes_factor(world_size: ArrayLike, collective: str = "allreduce") -> FloatArray:
+    """Bytes each rank sends per byte of the buffer: ``2·(n−1)/n`` for allreduce, ``(n−1)/n`` for
+    all-gather and reduce-scatter (0 for a single rank)."""
     n = np.asarray(world_size, dtype=np.float64)
-    return 2.0 * (n - 1.0) / n
+    return ring_passes(collective) * (n - 1.0) / n
 
 
-def bus_bytes(size_bytes: ArrayLike, world_size: int) -> FloatArray:
-    """Bytes each rank moves in a ring allreduce of ``size_bytes``: ``2·s·(n−1)/n`` (0 when ``n == 1``), so
-    that ``bus_bytes / busbw`` is the allreduce's duration."""
+def bus_bytes(size_bytes: ArrayLike, world_size: int, collective: str = "allreduce") -> FloatArray:
+    """Bytes each rank moves in a ring ``collective`` over a buffer of ``size_bytes``: ``2·s·(n−1)/n`` for
+    allreduce, ``s·(n−1)/n`` for all-gather and reduce-scatter (0 when ``n == 1``), so that
+    ``bus_bytes / busbw`` is the collective's duration."""
     s = np.asarray(size_bytes, dtype=float)
-    return 2.0 * s * (world_size - 1) / world_size if world_size > 1 else np.zeros_like(s)
+    if world_size <= 1:
+        return np.zeros_like(s)
+    return ring_passes(collective) * s * (world_size - 1) / world_size
 
 
-def busbw_bytes_per_s(size_bytes: ArrayLike, world_size: ArrayLike, time_s: ArrayLike) -> FloatArray:
-    """Bus bandwidth ``2·s·(n−1)/(n·t)`` in bytes/s of an allreduce of ``size_bytes`` over ``world_size``
-    ranks that took ``time_s`` seconds. Returns a float array (a 0-d array for scalar inputs)."""
-    return np.asarray(size_bytes, dtype=np.float64) * ring_bytes_factor(world_size) / np.asarray(time_s)
+def busbw_bytes_per_s(
+    size_bytes: ArrayLike, world_size: ArrayLike, time_s: ArrayLike, collective: str = "allreduce"
+) -> FloatArray:
+    """Bus bandwidth in bytes/s of a ``collective`` over a ``size_bytes`` buffer and ``world_size`` ranks that
+    took ``time_s`` seconds: ``2·s·(n−1)/(n·t)`` for allreduce, ``s·(n−1)/(n·t)`` for the others. Returns a
+    float array (a 0-d array for scalar inputs)."""
+    factor = ring_bytes_factor(world_size, collective)
+    return np.asarray(size_bytes, dtype=np.float64) * factor / np.asarray(time_s)
 
 
 def algbw_bytes_per_s(size_bytes: ArrayLike, time_s: ArrayLike) -> FloatArray:
@@ -49,10 +84,12 @@ def algbw_bytes_per_s(size_bytes: ArrayLike, time_s: ArrayLike) -> FloatArray:
     return np.asarray(size_bytes, dtype=np.float64) / np.asarray(time_s, dtype=np.float64)
 
 
-def allreduce_time_s(size_bytes: ArrayLike, world_size: ArrayLike, busbw: ArrayLike) -> FloatArray:
-    """Inverse of :func:`busbw_bytes_per_s`: the time in s of an allreduce at bus bandwidth ``busbw``
-    (bytes/s). A single rank needs no transfer and takes 0 s."""
-    volume = np.asarray(size_bytes, dtype=np.float64) * ring_bytes_factor(world_size)
+def allreduce_time_s(
+    size_bytes: ArrayLike, world_size: ArrayLike, busbw: ArrayLike, collective: str = "allreduce"
+) -> FloatArray:
+    """Inverse of :func:`busbw_bytes_per_s`: the time in s of a ``collective`` (an allreduce by default) at
+    bus bandwidth ``busbw`` (bytes/s). A single rank needs no transfer and takes 0 s."""
+    volume = np.asarray(size_bytes, dtype=np.float64) * ring_bytes_factor(world_size, collective)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(volume > 0, volume / np.asarray(busbw, dtype=np.float64), 0.0)
 

@@ -7,16 +7,26 @@ A configuration lives in one region of one cloud, and its spot VMs in one zone (
 its VMs together): ``Config.zone`` names that zone, and every spot group is priced there. A configuration
 without a zone is priced in the cheapest zone that offers all of its spot groups, never at each type's own
 cheapest zone.
+
+A configuration also says how it spreads the model (``Config.parallelism``): ``ddp`` replicates it on every
+GPU, ``fsdp`` shards parameters, gradients and optimizer state over every GPU, ``hsdp`` shards inside each VM
+and replicates across VMs; ``checkpointing`` says whether every block is activation-checkpointed. The
+notation does not carry them (:meth:`Config.describe` does).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from srifty.catalog import Catalog, InstanceType, Market, load_catalog
 from srifty.errors import CatalogError, SpecError
+
+#: How a configuration spreads the model over its GPUs (see the module docstring).
+Parallelism = Literal["ddp", "fsdp", "hsdp"]
+PARALLELISMS: tuple[Parallelism, ...] = ("ddp", "fsdp", "hsdp")
 
 _GROUP = re.compile(r"^\s*(\d+)\s*x\s*(\S+?)\s*@\s*(\d+)\s*(?:\[(spot|on[_-]?demand)\])?\s*$", re.IGNORECASE)
 
@@ -52,10 +62,13 @@ class ConfigGroup:
 @dataclass(frozen=True)
 class Config:
     """One candidate configuration: one or more groups (at most one per instance type and market), all in one
-    region of one cloud; ``zone`` is where its spot VMs run (``None``: not placed yet, see :meth:`spot_zone`)."""
+    region of one cloud; ``zone`` is where its spot VMs run (``None``: not placed yet, see :meth:`spot_zone`);
+    ``parallelism`` and ``checkpointing`` how it spreads the model (see the module docstring)."""
 
     groups: tuple[ConfigGroup, ...]
     zone: str | None = None
+    parallelism: Parallelism = "ddp"
+    checkpointing: bool = False
 
     def __post_init__(self) -> None:
         if not self.groups:
@@ -63,6 +76,10 @@ class Config:
         for group in self.groups:
             if group.count < 1 or group.local_batch < 1:
                 raise SpecError(f"{group.notation()}: count and local batch must be at least 1")
+        if self.parallelism not in PARALLELISMS:
+            raise SpecError(f"unknown parallelism '{self.parallelism}'; use one of {', '.join(PARALLELISMS)}")
+        if self.parallelism == "hsdp" and len({g.instance.gpus_per_vm for g in self.groups}) > 1:
+            raise SpecError(f"{self.notation()}: hsdp shards inside each VM, so every VM needs the same number of GPUs")
         places = {(g.instance.cloud, g.instance.region) for g in self.groups}
         if len(places) > 1:
             listed = ", ".join(f"{c} {r}" for c, r in sorted(places))
@@ -125,7 +142,46 @@ class Config:
 
     def placed(self, zone: str | None) -> Config:
         """This configuration with its spot VMs in ``zone`` (unchanged when it already has a zone)."""
-        return self if self.zone is not None or zone is None else Config(self.groups, zone)
+        return self if self.zone is not None or zone is None else replace(self, zone=zone)
+
+    def sharded(self, parallelism: Parallelism, checkpointing: bool = False) -> Config:
+        """This configuration spreading the model by ``parallelism`` (with ``checkpointing``)."""
+        if parallelism == self.parallelism and checkpointing == self.checkpointing:
+            return self
+        return replace(self, parallelism=parallelism, checkpointing=checkpointing)
+
+    @property
+    def shard_size(self) -> int:
+        """GPUs one copy of the model state is spread over: 1 (``ddp``), every GPU (``fsdp``), one VM's GPUs
+        (``hsdp``)."""
+        if self.parallelism == "fsdp":
+            return self.world_size
+        if self.parallelism == "hsdp":
+            return self.groups[0].instance.gpus_per_vm
+        return 1
+
+    def sharding_env(self) -> dict[str, str]:
+        """What a training script needs to spread the model as planned (``srifty.torch.fsdp`` reads it): empty
+        for plain DDP, else ``SRIFTY_PARALLELISM``, ``SRIFTY_SHARD_GROUP_SIZE`` and
+        ``SRIFTY_ACTIVATION_CHECKPOINTING`` (``1`` or ``0``)."""
+        if self.parallelism == "ddp" and not self.checkpointing:
+            return {}
+        return {
+            "SRIFTY_PARALLELISM": self.parallelism,
+            "SRIFTY_SHARD_GROUP_SIZE": str(self.shard_size),
+            "SRIFTY_ACTIVATION_CHECKPOINTING": "1" if self.checkpointing else "0",
+        }
+
+    def describe(self) -> str:
+        """The notation and how it spreads the model: ``"2xp4d.24xlarge@4 (fsdp over 16 GPUs)"``."""
+        how = {
+            "ddp": "",
+            "fsdp": f"fsdp over {self.shard_size} GPU" + ("s" if self.shard_size != 1 else ""),
+            "hsdp": f"hsdp: sharded over each VM's {self.shard_size} GPUs",
+        }[self.parallelism]
+        if self.checkpointing:
+            how = f"{how}, activation checkpointing" if how else "ddp, activation checkpointing"
+        return f"{self.notation()} ({how})" if how else self.notation()
 
     def where(self) -> str:
         """``"aws us-east-1 use1-az4"``: cloud, region and (when placed) zone."""

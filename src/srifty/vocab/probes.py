@@ -1,11 +1,13 @@
-"""The probe-row schema: what one allreduce measurement records, in every world that measures one.
+"""The probe-row schema: what one collective measurement records, in every world that measures one.
 
-One row is one timed repeat of ``n_concurrent`` concurrent allreduces of ``size_bytes`` each over
-``world_size`` ranks. Bandwidth columns are in bytes/s and times in seconds, in the units of the machine
-the row *represents*: on a real cluster those are the measured values (``emulation_scale`` = 1); on the
-network testbed, where links are shaped ``emulation_scale`` times slower than the represented instance
-family's rating, ``time_s = measured_time_s / emulation_scale`` and bandwidths follow from it (see
-``srifty.network.testbed``). ``measured_time_s`` and ``shaped_gbps`` always keep what really happened.
+One row is one timed repeat of ``n_concurrent`` concurrent collectives (``collective``: an allreduce, an
+all-gather or a reduce-scatter, see :mod:`srifty.vocab.busbw` for how each one's bus bandwidth is counted) of
+``size_bytes`` each over ``world_size`` ranks. Bandwidth columns are in bytes/s and times in seconds, in the
+units of the machine the row *represents*: on a real cluster those are the measured values
+(``emulation_scale`` = 1); on the network testbed, where links are shaped ``emulation_scale`` times slower
+than the represented instance family's rating, ``time_s = measured_time_s / emulation_scale`` and bandwidths
+follow from it (see ``srifty.network.testbed``). ``measured_time_s`` and ``shaped_gbps`` always keep what
+really happened.
 
 Shared vocabulary: ``srifty probe``, the testbed, the emulated cloud and the bandwidth models all read
 and write these rows. Files of them are Parquet artefacts of kind :data:`PROBE_KIND`
@@ -58,7 +60,12 @@ PROBE_COLUMNS: dict[str, str] = {
     "intra_node_shaped_gbps": "float64",
     "rate_variation": "float64",
     "testbed_name": "string",
+    "collective": "string",
 }
+
+#: Columns added to the schema after files of it were written, and the value older rows mean: probe files
+#: written before srifty probed all-gather and reduce-scatter hold allreduces only.
+DEFAULTED_COLUMNS: dict[str, str] = {"collective": "allreduce"}
 
 #: The columns that describe an allreduce rather than its outcome: what a bandwidth model is asked about.
 TRANSFER_COLUMNS: tuple[str, ...] = (
@@ -72,6 +79,7 @@ TRANSFER_COLUMNS: tuple[str, ...] = (
     "gpu",
     "cloud",
     "region",
+    "collective",
 )
 
 #: Columns a bandwidth model needs to be fitted (``busbw_bytes_per_s`` is the label).
@@ -81,16 +89,31 @@ REQUIRED_FIT_COLUMNS = ("size_bytes", "world_size", "busbw_bytes_per_s")
 def probe_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Rows as a frame in schema order and dtypes.
 
+    A row without a column of :data:`DEFAULTED_COLUMNS` takes its default (an older row).
+
     Raises:
         ArtifactError: a row lacks a schema column.
     """
-    frame = pd.DataFrame(list(rows))
+    frame = with_defaults(pd.DataFrame(list(rows)))
     missing = [c for c in PROBE_COLUMNS if c not in frame.columns]
     if missing and len(frame):
         raise ArtifactError(f"probe rows lack the columns {', '.join(missing)}.")
     if not len(frame):
         frame = pd.DataFrame({c: pd.Series(dtype=t) for c, t in PROBE_COLUMNS.items()})
     return frame[list(PROBE_COLUMNS)].astype(PROBE_COLUMNS)
+
+
+def with_defaults(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every :data:`DEFAULTED_COLUMNS` column it lacks (or has empty) filled with its default."""
+    if not len(frame):
+        return frame
+    out = frame
+    for column, default in DEFAULTED_COLUMNS.items():
+        if column not in out.columns:
+            out = out.assign(**{column: default})
+        elif out[column].isna().any():
+            out = out.assign(**{column: out[column].astype("string").fillna(default)})
+    return out
 
 
 def transfer_frame(columns: Mapping[str, Any]) -> pd.DataFrame:

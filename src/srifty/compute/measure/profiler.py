@@ -11,7 +11,6 @@ import datetime as dt
 import gc
 import math
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +69,8 @@ class ProfileOptions:
         interference: measure how backward and the allreduce of the model's DDP buckets slow each other
             (CPU: gloo with a loopback peer process; see :mod:`srifty.compute.measure.interference`).
         interference_reps: repetitions of that measurement (their spread is recorded).
+        checkpointing: also measure memory and backward time with activation checkpointing of every block
+            (the units FSDP shards, :func:`srifty.compute.sharding.sharding_units`), at two probed batches.
     """
 
     device: str = "cpu"
@@ -92,6 +93,7 @@ class ProfileOptions:
     input_vocab: int | None = None
     interference: bool = True
     interference_reps: int = 3
+    checkpointing: bool = False
 
 
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -161,24 +163,39 @@ class _Trainer:
         return (t1 - t0) * ms, (t2 - t1) * ms, (t3 - t2) * ms, (t3 - t0) * ms
 
     def peak_bytes(self, size: int) -> float:
-        """Peak memory of one iteration at ``size``: allocator peak on a GPU, tracked tensors on a CPU."""
+        """Peak memory of one iteration at ``size`` (see :meth:`phase_peaks`)."""
+        return max(self.phase_peaks(size))
+
+    def phase_peaks(self, size: int) -> tuple[float, float]:
+        """Peak memory of one iteration at ``size``: ``(forward and backward, optimizer step)``, in bytes.
+
+        On a GPU, the CUDA allocator's peak counter, reset between the phases. On a CPU, the CPU allocator's
+        own counter as the profiler reports it (``profile_memory``: every allocation and free, with its
+        time): the bytes alive when the iteration starts (parameters, buffers, optimizer state, the batch;
+        gradients are set to ``None`` first) plus the most the counter rose above that in each phase.
+        """
+        self.optimizer.zero_grad(set_to_none=True)
+        inputs, target = self.batch(size)
         if self.is_cuda:
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
-            self.iteration(size)
-            return float(torch.cuda.max_memory_allocated(self.device))
-        # torch's own tensor-level memory tracker (PyTorch 2.x); counts parameters, gradients, optimizer
-        # state, activations and temporaries alive at the peak.
-        from torch.distributed._tools.mem_tracker import MemTracker
+            self.forward_loss(inputs, target).backward()
+            torch.cuda.synchronize(self.device)
+            forward = float(torch.cuda.max_memory_allocated(self.device))
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.optimizer.step()
+            torch.cuda.synchronize(self.device)
+            return forward, float(torch.cuda.max_memory_allocated(self.device))
+        from srifty.compute.measure.memevents import allocator_phase_peaks
 
-        tracker = MemTracker()
-        tracker.track_external(self.model, self.optimizer)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # its module tracker warns about unnamed modules
-            with tracker:
-                self.iteration(size)
-        peak = tracker.get_tracker_snapshot("peak")
-        return float(sum(stats.get("Total", 0) for stats in peak.values()))
+        alive = live_bytes([*self.model.parameters(), *self.model.buffers(), *_tensors((inputs, target))])
+        alive += live_bytes(_tensors(list(self.optimizer.state.values())))
+
+        def forward_backward() -> None:
+            self.forward_loss(inputs, target).backward()
+
+        peaks = allocator_phase_peaks({"forward": forward_backward, "step": self.optimizer.step})
+        return alive + peaks["forward"], alive + peaks["step"]
 
     def release(self) -> None:
         """Drop cached batches and gradients, and return freed GPU memory to the allocator's pool."""
@@ -187,6 +204,26 @@ class _Trainer:
         gc.collect()
         if self.is_cuda:
             torch.cuda.empty_cache()
+
+
+def _tensors(obj: Any) -> list[torch.Tensor]:
+    """Every tensor in nested tuples, lists and dicts."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _tensors(v)]
+    if isinstance(obj, list | tuple):
+        return [t for v in obj for t in _tensors(v)]
+    return []
+
+
+def live_bytes(tensors: list[torch.Tensor]) -> float:
+    """Bytes of the distinct storages behind ``tensors`` (views of one storage count once)."""
+    seen: dict[int, int] = {}
+    for tensor in tensors:
+        storage = tensor.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return float(sum(seen.values()))
 
 
 def _is_oom(err: BaseException) -> bool:
@@ -345,6 +382,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     memory_limit = options.memory_limit_bytes or int(0.8 * available_memory_bytes())
     cap = options.max_batch_cap or (GPU_DEFAULT_MAX_BATCH if is_cuda else CPU_DEFAULT_MAX_BATCH)
     memory_points: dict[int, float] = {}
+    forward_points: dict[int, float] = {}
     search_steps = [0]
 
     def fits(batch: int) -> bool:
@@ -352,7 +390,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         report("max batch", search_steps[0], max(search_steps[0], 2 * cap.bit_length()))
         out_of_memory = False
         try:
-            peak = trainer.peak_bytes(batch)
+            forward, step = trainer.phase_peaks(batch)
         except (torch.OutOfMemoryError, RuntimeError) as err:
             if not _is_oom(err):
                 raise
@@ -361,7 +399,8 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
             # Released outside the except block: the traceback there still holds the failed step's tensors.
             trainer.release()
             return False
-        memory_points[batch] = peak
+        memory_points[batch] = peak = max(forward, step)
+        forward_points[batch] = forward
         return is_cuda or peak <= memory_limit
 
     trainer.iteration(1)  # creates optimizer state, so every measurement below sees it
@@ -408,6 +447,8 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         [p.dtype for p in params],
     )
     interference, interference_note = measure_interference_of(trainer, batches, buckets, options, report)
+    extra: dict[str, Any] = {"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed}
+    extra["forward_memory_points"] = [[b, forward_points[b]] for b in sorted(forward_points)]
     work, note = None, ""
     peaks = None
     if options.count_ops:
@@ -417,6 +458,10 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         peaks = device_ceilings(options)
         report("op counts", 2, 2)
     device = _device_info(options, memory_limit, peaks)
+    if options.checkpointing:  # last: it leaves the blocks checkpointed
+        report("checkpointing", 0, 1)
+        extra.update(measure_checkpointing(trainer, params, batches, options))
+        report("checkpointing", 1, 1)
     trainer.release()
     return Profile(
         model=workload.name,
@@ -443,13 +488,54 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         timing_method="cuda_events" if is_cuda else "perf_counter",
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         srifty_version=__version__,
-        extra={"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed},
+        extra=extra,
         work=work,
         numerics=numeric_settings(options.precision),
         notes="; ".join(n for n in (note, interference_note) if n),
         machine=current_machine(),
         interference=interference,
     )
+
+
+def measure_checkpointing(
+    trainer: _Trainer, params: tuple[ParamInfo, ...], probed: list[int], options: ProfileOptions
+) -> dict[str, Any]:
+    """Forward-and-backward peak memory at two probed batches, and backward time at the larger, with every
+    block checkpointed (``torch.distributed._composable.checkpoint``, which keeps parameter names): the
+    per-sample activation bytes and the backward's slowdown the memory model and the simulator use.
+
+    Runs last: the blocks stay checkpointed. Raises:
+        ProfileError: the model has no repeated blocks to checkpoint.
+    """
+    from torch.distributed._composable import checkpoint
+
+    from srifty.compute.memory import fit_memory_model
+    from srifty.compute.sharding import sharding_units
+
+    blocks = [u.key for u in sharding_units(params) if not u.is_root]
+    if not blocks:
+        raise ProfileError(
+            f"{trainer.workload.name} has no repeated blocks (numbered submodules) to checkpoint; drop --checkpointing"
+        )
+    lo, hi = work_batches(probed)
+    if lo == hi:
+        raise ProfileError("--checkpointing needs two probed batch sizes; raise the memory limit or --max-batch")
+
+    def backward_ms(batch: int) -> float:
+        rows = [trainer.iteration(batch) for _ in range(options.warmup_iters + options.timed_iters)]
+        return float(sorted(r[1] for r in rows[options.warmup_iters :])[len(rows[options.warmup_iters :]) // 2])
+
+    plain_ms = backward_ms(hi)
+    for key in blocks:
+        checkpoint(trainer.model.get_submodule(key))
+    points = {b: trainer.phase_peaks(b)[0] for b in (lo, hi)}
+    fit = fit_memory_model(list(points), list(points.values()))
+    return {
+        "checkpointed_forward_memory_points": [[b, points[b]] for b in sorted(points)],
+        "checkpointed_per_sample_bytes": fit.per_sample_bytes,
+        "checkpointing_bwd_slowdown": backward_ms(hi) / max(plain_ms, 1e-9),
+        "checkpointing_batch": hi,
+    }
 
 
 def record_timeline(trainer: _Trainer, batch: int) -> tuple[tuple[ParamInfo, ...], tuple[int, ...]]:

@@ -166,7 +166,12 @@ def _huggingface(key: str, seq_len: int) -> Workload:
 
     if key in HF_MODELS:
         family, overrides = HF_MODELS[key]
-        kinds = {"bert": "BertForMaskedLM", "gpt2": "GPT2LMHeadModel", "xlm": "XLMWithLMHeadModel"}
+        kinds = {
+            "bert": "BertForMaskedLM",
+            "gpt2": "GPT2LMHeadModel",
+            "xlm": "XLMWithLMHeadModel",
+            "llama": "LlamaForCausalLM",
+        }
         fields: dict[str, Any] = {"model_type": family, "architectures": [kinds[family]], **overrides}
         source = f"srifty's hf:{key}"
     else:

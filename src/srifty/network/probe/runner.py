@@ -1,11 +1,14 @@
-"""``srifty probe``: time real ``torch.distributed`` allreduce over a sweep of sizes and concurrency.
+"""``srifty probe``: time real ``torch.distributed`` collectives over a sweep of sizes and concurrency.
 
-Run one process per GPU (or per host, on CPU) under torchrun. gloo is used on CPU and nccl on GPU. For
-each size ``s`` and concurrency ``k`` every rank issues ``k`` asynchronous allreduces of ``s`` bytes each
-and waits for all of them; a repeat times ``inner_iters`` such rounds back to back (enough to last
-``min_repeat_s``, as nccl-tests loops small messages) and reports the per-round time, the slowest rank's.
-A row's ``busbw``/``algbw`` is that of *one* of the ``k`` transfers, which is what the simulator shares
-a link among.
+Run one process per GPU (or per host, on CPU) under torchrun. gloo is used on CPU and nccl on GPU. Each
+collective asked for (allreduce by default; all-gather and reduce-scatter, which sharded data parallelism
+runs, with ``--collective``) is swept in turn. For each size ``s`` and concurrency ``k`` every rank issues
+``k`` asynchronous collectives over an ``s``-byte buffer each (an all-gather gathers ``s/n`` bytes from each
+rank into ``s``, a reduce-scatter reduces ``s`` into ``s/n`` per rank; sizes are rounded down to a multiple of
+``4·n`` bytes for them) and waits for all of them; a repeat times ``inner_iters`` such rounds back to back
+(enough to last ``min_repeat_s``, as nccl-tests loops small messages) and reports the per-round time, the
+slowest rank's. A row's ``busbw``/``algbw`` is that of *one* of the ``k`` transfers, which is what the
+simulator shares a link among.
 
 Rank 0 appends rows to the Parquet file every ``flush_s`` seconds and at the end, atomically, so an
 interrupted probe keeps what it measured. Each rank records a heartbeat in torchrun's store before every
@@ -27,7 +30,7 @@ from typing import Any
 from srifty.network.dataset import append_probes
 from srifty.network.errors import ProbeError, ProbeTimeoutError
 from srifty.network.probe.context import InstanceOptions, ProbeContext, TorchrunLayout, resolve_context
-from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s, size_sweep_bytes
+from srifty.vocab.busbw import COLLECTIVES, algbw_bytes_per_s, busbw_bytes_per_s, size_sweep_bytes
 from srifty.vocab.probes import probe_frame
 
 ELEMENT_BYTES = 4  # float32
@@ -53,6 +56,7 @@ class ProbeSettings:
         flush_s: rank 0 appends to ``out`` at least this often.
         hang_rank: test hook: this rank sleeps past the timeout before step ``hang_step``.
         hang_step: see ``hang_rank``.
+        collectives: which collectives to sweep, in order (see :data:`~srifty.vocab.busbw.COLLECTIVES`).
     """
 
     out: Path
@@ -67,8 +71,14 @@ class ProbeSettings:
     flush_s: float = 30.0
     hang_rank: int | None = None
     hang_step: int = 1
+    collectives: tuple[str, ...] = ("allreduce",)
 
     def __post_init__(self) -> None:
+        unknown = [c for c in self.collectives if c not in COLLECTIVES]
+        if not self.collectives or unknown:
+            raise ProbeError(
+                f"unknown collective(s) {unknown or '(none given)'}; --collective takes {', '.join(COLLECTIVES)}."
+            )
         if not self.sizes_bytes:
             raise ProbeError("no sizes to probe; give at least one size.")
         bad = [s for s in self.sizes_bytes if s < ELEMENT_BYTES or s % ELEMENT_BYTES]
@@ -149,6 +159,7 @@ def describe_lag(seen: dict[int, tuple[int, str, str]]) -> tuple[list[int], str]
 def _rows_for(
     times_s: Sequence[float],
     size: int,
+    collective: str,
     k: int,
     inner: int,
     layout: TorchrunLayout,
@@ -163,7 +174,7 @@ def _rows_for(
         time_s = measured / ctx.emulation_scale
         rows.append(
             {
-                "busbw_bytes_per_s": float(busbw_bytes_per_s(size, layout.world_size, time_s)),
+                "busbw_bytes_per_s": float(busbw_bytes_per_s(size, layout.world_size, time_s, collective)),
                 "algbw_bytes_per_s": float(algbw_bytes_per_s(size, time_s)),
                 "time_s": time_s,
                 "measured_time_s": measured,
@@ -195,6 +206,7 @@ def _rows_for(
                 "intra_node_shaped_gbps": ctx.intra_node_shaped_gbps,
                 "rate_variation": ctx.rate_variation,
                 "testbed_name": ctx.testbed_name,
+                "collective": collective,
             }
         )
     return rows
@@ -203,7 +215,8 @@ def _rows_for(
 def _check_memory(settings: ProbeSettings, layout: TorchrunLayout, device: Any) -> None:
     import torch
 
-    need_bytes = max(settings.sizes_bytes) * max(settings.concurrency)
+    split = any(c != "allreduce" for c in settings.collectives)  # a 1/n part beside the whole buffer
+    need_bytes = max(settings.sizes_bytes) * max(settings.concurrency) * (1.5 if split else 1.0)
     if device.type == "cuda":
         free_bytes, _ = torch.cuda.mem_get_info(device)
         budget, where = free_bytes * MEMORY_FRACTION, "free GPU memory"
@@ -285,16 +298,32 @@ def _sweep(
     heartbeat = Heartbeat(store, run_id, layout, ctx.host)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
-    def rounds(tensors: list[Any], inner: int) -> float:
+    world = layout.world_size
+
+    def issue(collective: str, pair: tuple[Any, Any]) -> Any:
+        whole, part = pair
+        if collective == "all_gather":
+            return dist.all_gather_into_tensor(whole, part, async_op=True)
+        if collective == "reduce_scatter":
+            return dist.reduce_scatter_tensor(part, whole, async_op=True)
+        return dist.all_reduce(whole, async_op=True)
+
+    def rounds(collective: str, tensors: list[tuple[Any, Any]], inner: int) -> float:
         start = time.perf_counter()
         for _ in range(inner):
-            works = [dist.all_reduce(t, async_op=True) for t in tensors]
+            works = [issue(collective, pair) for pair in tensors]
             for work in works:
                 work.wait()
         sync()
         return (time.perf_counter() - start) / inner
 
-    steps = [(s, k) for s in settings.sizes_bytes for k in settings.concurrency]
+    steps = [
+        (c, sized(c, s, world), k)
+        for c in settings.collectives
+        for s in settings.sizes_bytes
+        for k in settings.concurrency
+    ]
+    steps = list(dict.fromkeys(steps))  # rounding to whole chunks can make two sizes one
     pending: list[dict[str, Any]] = []
     written = 0
     last_flush = time.monotonic()
@@ -310,18 +339,18 @@ def _sweep(
     progress = _progress(layout.rank == 0)
     try:
         with progress:
-            task = progress.add_task("allreduce", total=len(steps))
-            for step, (size, k) in enumerate(steps):
+            task = progress.add_task(settings.collectives[0], total=len(steps))
+            for step, (collective, size, k) in enumerate(steps):
                 if settings.hang_rank == layout.rank and step == settings.hang_step:
                     time.sleep(settings.timeout_s * 3 + 30)
-                what = f"{fmt_bytes(size)} ×{k}"
-                progress.update(task, description=f"allreduce {what}")
-                tensors = [torch.zeros(size // ELEMENT_BYTES, dtype=torch.float32, device=device) for _ in range(k)]
+                what = f"{collective} {fmt_bytes(size)} ×{k}"
+                progress.update(task, description=what)
+                tensors = [buffers(collective, size, world, device) for _ in range(k)]
                 heartbeat.beat(seq := seq + 1, f"{what}, warm-up")
                 warm_s = math.inf
                 for _ in range(max(settings.warmup, 1)):
                     dist.barrier()
-                    warm_s = min(warm_s, rounds(tensors, 1))
+                    warm_s = min(warm_s, rounds(collective, tensors, 1))
                 inner = max(1, min(settings.max_inner_iters, math.ceil(settings.min_repeat_s / max(warm_s, 1e-9))))
                 agreed = torch.tensor([inner], dtype=torch.int64, device=device)
                 dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
@@ -330,13 +359,15 @@ def _sweep(
                 for repeat in range(settings.repeats):
                     heartbeat.beat(seq := seq + 1, f"{what}, repeat {repeat}")
                     dist.barrier()
-                    times.append(rounds(tensors, inner))
+                    times.append(rounds(collective, tensors, inner))
                 slowest = torch.tensor(times, dtype=torch.float64, device=device)
                 heartbeat.beat(seq := seq + 1, f"{what}, gathering times")
                 dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
                 if layout.rank == 0:
                     pending.extend(
-                        _rows_for(slowest.tolist(), size, k, inner, layout, ctx, backend, str(device), run_id)
+                        _rows_for(
+                            slowest.tolist(), size, collective, k, inner, layout, ctx, backend, str(device), run_id
+                        )
                     )
                 del tensors
                 progress.advance(task)
@@ -356,6 +387,27 @@ def _sweep(
     finally:
         flush()
     return written
+
+
+def sized(collective: str, size_bytes: int, world_size: int) -> int:
+    """The buffer size actually probed: an all-gather or a reduce-scatter splits its buffer into ``n`` equal
+    chunks of whole float32 elements, so its size is rounded down to a multiple of ``4·n`` bytes (at least
+    one element per rank); an allreduce keeps ``size_bytes``."""
+    if collective == "allreduce":
+        return size_bytes
+    chunk = max(size_bytes // (ELEMENT_BYTES * world_size), 1)
+    return chunk * ELEMENT_BYTES * world_size
+
+
+def buffers(collective: str, size_bytes: int, world_size: int, device: Any) -> tuple[Any, Any]:
+    """``(whole buffer, this rank's part)`` of one transfer: the part is the whole for an allreduce, a
+    ``1/n`` chunk for the others (what an all-gather sends, what a reduce-scatter receives)."""
+    import torch
+
+    whole = torch.zeros(size_bytes // ELEMENT_BYTES, dtype=torch.float32, device=device)
+    if collective == "allreduce":
+        return whole, whole
+    return whole, torch.zeros(size_bytes // ELEMENT_BYTES // world_size, dtype=torch.float32, device=device)
 
 
 def _progress(enabled: bool) -> Any:

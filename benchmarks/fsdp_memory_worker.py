@@ -1,0 +1,100 @@
+"""One rank of the memory benchmark (benchmarks/fsdp_memory.py), run under torchrun with gloo on the CPU.
+
+DDP: the profiler (``profile_memory``) starts before anything is built, so the CPU allocator's every allocation
+and free of this process is in its record, DDP's buckets included (no tensor tracker sees them). After two
+warm-up iterations, one iteration runs in two marked phases (forward and backward; optimizer step); the peak of
+each is the most bytes the allocator held, counted from the start, inside the phase. FSDP and HSDP: torch's
+``FSDPMemTracker`` over the same iteration. The allocator counter cannot measure them: frees made on gloo's
+worker threads (where FSDP2's collectives release their buffers) are not in the profiler's record, so the
+count only rises; it read 10-40 % above the tracker, differently on each rank. Rank 0 prints every rank's
+peaks as one JSON line. Environment: ``FSDP_MEMORY_MODEL`` (a ``srifty.compute.zoo`` factory name),
+``FSDP_MEMORY_BATCH`` (local batch), and the ``SRIFTY_*`` strategy variables of ``srifty.torch.fsdp``.
+"""
+
+import json
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from srifty.compute import zoo
+from srifty.torch.fsdp import parallelize
+
+PHASES = ("srifty.fwbw", "srifty.step")
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    prof.start()
+    dist.init_process_group("gloo")
+    model, make_batch, loss_fn = getattr(zoo, os.environ["FSDP_MEMORY_MODEL"])()
+    batch = int(os.environ["FSDP_MEMORY_BATCH"])
+    run = parallelize(model, weight=1.0 / dist.get_world_size())
+    optimizer = torch.optim.AdamW(run.model.parameters(), lr=1e-4, foreach=False)
+    inputs, target = make_batch(batch)
+    for _ in range(2):
+        optimizer.zero_grad(set_to_none=True)
+        (loss_fn(run.model(inputs), target) * run.loss_scale).backward()
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    if run.parallelism != "ddp":
+        prof.stop()
+        peaks = fsdp_tracked(run.model, optimizer, lambda: loss_fn(run.model(inputs), target) * run.loss_scale)
+        report(peaks)
+        return
+    with record_function(PHASES[0]):
+        (loss_fn(run.model(inputs), target) * run.loss_scale).backward()
+    with record_function(PHASES[1]):
+        optimizer.step()
+    prof.stop()
+    events = sorted(prof.profiler.kineto_results.events(), key=lambda e: e.start_ns())
+    windows = {e.name(): (e.start_ns(), e.end_ns()) for e in events if e.name() in PHASES}
+    held, peaks = 0.0, dict.fromkeys(PHASES, 0.0)
+    for event in events:
+        if event.name() == "[memory]":
+            held += float(event.nbytes())
+            for name, (start, end) in windows.items():
+                if start <= event.start_ns() <= end:
+                    peaks[name] = max(peaks[name], held)
+    report({"forward_bytes": peaks[PHASES[0]], "step_bytes": peaks[PHASES[1]], "how": "allocator counter"})
+
+
+def fsdp_tracked(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: Callable[[], Any]) -> dict:
+    """Peaks of forward-and-backward and of the step from ``FSDPMemTracker`` (torch's tracker of fully_shard's
+    tensors: sharded and gathered parameters, gradients, optimizer state, activations, collective buffers)."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+
+    out = {"how": "FSDPMemTracker"}
+    for phase in ("forward", "step"):
+        tracker = FSDPMemTracker(model, optimizer)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with tracker:
+                if phase == "forward":
+                    loss().backward()
+                else:
+                    optimizer.step()
+        peak = tracker.get_tracker_snapshot("peak")
+        out[f"{phase}_bytes"] = float(sum(stats.get("Total", 0) for stats in peak.values()))
+    return out
+
+
+def report(peaks: dict) -> None:
+    """Rank 0 prints every rank's peaks as one JSON line; the process ends."""
+    mine = {"rank": dist.get_rank(), **peaks}
+    gathered: list = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, mine)
+    if dist.get_rank() == 0:
+        print("MEMORY " + json.dumps(gathered), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    os._exit(0)  # torch 2.14's gloo can abort in C++ destructors at exit
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,397 @@
+"""Per-GPU memory of each data-parallel strategy, and the sharding units FSDP wraps.
+
+**Units.** FSDP (``fully_shard``) is applied to each repeated block of a model (a transformer layer, a
+ResNet bottleneck) and then to the model itself, whose own parameters (embeddings, the head, norms outside
+the blocks) form the *root* unit. A block is found from parameter names alone: the prefix up to the first
+all-digit path component (``model.layers.3.mlp.up_proj.weight`` belongs to ``model.layers.3``); a name
+without one belongs to the root. :mod:`srifty.torch.fsdp` wraps exactly these units, so what is planned is
+what runs.
+
+**Memory.** Bytes per GPU at local batch ``b``, with ``P`` parameters of ``p`` bytes each (the profile's
+``param_bytes``), an optimizer keeping ``o`` bytes per parameter (Adam 8, SGD with momentum 4), activations
+``A·b`` and a workspace ``W``, from the line through the forward-and-backward peaks the profiler measured
+apart from the optimizer step (:func:`forward_line`): ``A`` is its slope (or the slope measured with every
+block checkpointed), ``W`` its intercept less the parameters, the optimizer state and, under autocast, the
+cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). ``d`` is the
+sharding group (``fsdp``: every GPU; ``hsdp``: the GPUs of one VM); ``c`` the bytes of a parameter as the
+forward computes with it (2 under bf16/fp16 mixed precision, else ``p``); ``U_root`` and ``U_max`` the
+root's and the largest block's parameter counts. Two moments of the iteration can be the peak:
+
+* ``ddp``: forward/backward ``P·p + P·o + G + W + A·b`` and step ``P·p + P·o + 2·G + t``, where ``G = P·p``
+  is both the gradients and DDP's communication buckets (``gradient_as_bucket_view=False``, DDP's default,
+  keeps a copy of every gradient in its buckets) and ``t`` the optimizer's temporaries;
+* ``fsdp`` / ``hsdp``: forward/backward ``(P·p + P·o)/d + c·(U_root + 2·U_max) + W + A·b`` (the root's
+  parameters stay gathered through forward and backward; at the turn from forward to backward one block is
+  gathered, and the first block's unsharded gradient waits for its reduce-scatter, as ``FSDPMemTracker``
+  sees FSDP2 hold them) and step ``(P·p + P·o + G)/d + t/d``.
+
+``t`` is Adam's temporaries (SGD with momentum updates in place, ``t = 0``): two copies of the largest
+parameter tensor in the single-tensor step torch runs on a CPU; one copy of the (sharded) parameters in the
+``foreach`` step torch runs on a GPU, which plans for GPUs take (:func:`gpu_options`). A GPU also loses memory
+to the CUDA context and fragmentation (:data:`~srifty.compute.memory.DEFAULT_USABLE_FRACTION`,
+``DEFAULT_GPU_RESERVE_BYTES``).
+
+Assumptions: every parameter is trained; the optimizer's state is fp32 (``o`` does not shrink under mixed
+precision, PyTorch's defaults); FSDP keeps fp32 master parameters and gradients, and reduces in fp32
+(``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``); activations per sample are the same under
+every strategy (their dtype is the profile's precision). Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from srifty.compute.memory import DEFAULT_GPU_RESERVE_BYTES, DEFAULT_USABLE_FRACTION
+from srifty.compute.profile import ParamInfo, Profile
+from srifty.errors import ProfileError
+
+Strategy = Literal["ddp", "fsdp", "hsdp"]
+STRATEGIES: tuple[Strategy, ...] = ("ddp", "fsdp", "hsdp")
+#: Bytes of optimizer state per parameter (fp32): Adam's two moments, SGD's momentum buffer.
+OPTIMIZER_STATE_BYTES: dict[str, float] = {"adam": 8.0, "adamw": 8.0, "sgd": 4.0}
+#: Bytes per parameter of the copy the forward computes with under mixed precision.
+HALF_BYTES = 2.0
+HALF_PRECISIONS = frozenset({"bf16", "fp16"})
+_INDEX = re.compile(r"^\d+$")
+#: What :func:`max_batch_for` answers when memory does not bound the batch.
+UNBOUNDED_BATCH = 1 << 30
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One FSDP unit: a repeated block (``key`` is its module path) or the root (``key == ""``).
+
+    Attributes:
+        params: indices of its parameters in the profile's parameter list.
+        numel: its parameters' elements.
+        size_bytes: its parameters' bytes.
+        bwd_start_frac: when its first gradient is ready, as a fraction of backward.
+        bwd_end_frac: when its last gradient is ready (the unit's backward is done).
+    """
+
+    key: str
+    params: tuple[int, ...]
+    numel: int
+    size_bytes: int
+    bwd_start_frac: float
+    bwd_end_frac: float
+
+    @property
+    def is_root(self) -> bool:
+        """Whether this is the model's own (root) unit."""
+        return self.key == ""
+
+
+def unit_key(name: str) -> str:
+    """The block a parameter belongs to: its name up to the first all-digit component (``""``: the root)."""
+    parts = name.split(".")
+    for i, part in enumerate(parts[:-1]):
+        if _INDEX.match(part):
+            return ".".join(parts[: i + 1])
+    return ""
+
+
+def sharding_units(params: Sequence[ParamInfo]) -> tuple[Unit, ...]:
+    """The FSDP units of a model, blocks in the order their first parameter appears (forward order), then the
+    root (empty when every parameter lies in a block)."""
+    members: dict[str, list[int]] = {}
+    for i, param in enumerate(params):
+        members.setdefault(unit_key(param.name), []).append(i)
+    blocks = [k for k in members if k]
+    units = []
+    for key in [*blocks, ""] if "" in members else blocks:
+        idx = tuple(members[key])
+        fracs = [params[i].ready_frac for i in idx]
+        units.append(
+            Unit(
+                key,
+                idx,
+                sum(params[i].numel for i in idx),
+                sum(params[i].size_bytes for i in idx),
+                min(fracs),
+                max(fracs),
+            )
+        )
+    return tuple(units)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Predicted bytes per GPU at its peak, by what holds them.
+
+    Attributes:
+        parameters_bytes: parameters held (a shard, plus gathered units for FSDP).
+        gradients_bytes: gradients held at the peak (0 at a forward/backward peak under DDP; FSDP's
+            unsharded gradient of the computing block).
+        optimizer_bytes: optimizer state (a shard under FSDP) plus the step's temporaries at a step peak.
+        activations_bytes: activations kept for backward.
+        buffers_bytes: communication buffers (DDP's gradient buckets).
+        workspace_bytes: the measured rest (inputs, workspace, allocator slack).
+        phase: ``"forward"`` or ``"step"``: which moment is the peak.
+    """
+
+    parameters_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    buffers_bytes: float
+    workspace_bytes: float
+    phase: str
+
+    @property
+    def total_bytes(self) -> float:
+        """The peak: the sum of the parts."""
+        return (
+            self.parameters_bytes
+            + self.gradients_bytes
+            + self.optimizer_bytes
+            + self.activations_bytes
+            + self.buffers_bytes
+            + self.workspace_bytes
+        )
+
+    def describe(self) -> str:
+        """``"18.4 GiB (parameters 4.6, gradients 0, optimizer 9.2, activations 3.1, buffers 0, other 1.5)"``."""
+        gib = 2.0**30
+        parts = [
+            ("parameters", self.parameters_bytes),
+            ("gradients", self.gradients_bytes),
+            ("optimizer", self.optimizer_bytes),
+            ("activations", self.activations_bytes),
+            ("buffers", self.buffers_bytes),
+            ("other", self.workspace_bytes),
+        ]
+        inner = ", ".join(f"{name} {value / gib:.1f}" for name, value in parts)
+        return f"{self.total_bytes / gib:.1f} GiB ({inner} GiB)"
+
+
+@dataclass(frozen=True)
+class MemoryInputs:
+    """What the memory model needs of a profile (see the module docstring for the symbols).
+
+    Attributes:
+        n_params: ``P``.
+        param_bytes: ``P·p``.
+        optimizer_bytes: ``P·o``.
+        compute_param_bytes_each: ``c``.
+        largest_tensor_bytes: the largest parameter tensor (the CPU step's temporaries).
+        root_numel: ``U_root``.
+        max_unit_numel: ``U_max``.
+        n_units: FSDP units (blocks and root).
+        workspace_bytes: ``W``.
+        per_sample_bytes: ``A`` without checkpointing.
+        checkpointed_per_sample_bytes: ``A`` with each block checkpointed, where measured.
+        step_makes_temporaries: the optimizer's step allocates temporaries (Adam's ``sqrt`` of its second
+            moment); SGD with momentum updates in place.
+    """
+
+    n_params: int
+    param_bytes: float
+    optimizer_bytes: float
+    compute_param_bytes_each: float
+    largest_tensor_bytes: float
+    root_numel: int
+    max_unit_numel: int
+    n_units: int
+    workspace_bytes: float
+    per_sample_bytes: float
+    checkpointed_per_sample_bytes: float | None = None
+    step_makes_temporaries: bool = True
+
+
+def optimizer_state_bytes(optimizer: str) -> float:
+    """Bytes of state per parameter that ``optimizer`` keeps.
+
+    Raises:
+        ProfileError: an optimizer the model does not know.
+    """
+    try:
+        return OPTIMIZER_STATE_BYTES[optimizer]
+    except KeyError:
+        known = ", ".join(sorted(OPTIMIZER_STATE_BYTES))
+        raise ProfileError(f"no memory model for optimizer '{optimizer}'; profile with one of {known}") from None
+
+
+def forward_line(profile: Profile) -> tuple[float, float]:
+    """``(intercept, slope)`` in bytes of the forward-and-backward peak against the batch: fitted through the
+    forward peaks the profiler measured apart from the optimizer step (``extra["forward_memory_points"]``),
+    or, in profiles made before it did, the whole iteration's memory model (whose intercept then also holds
+    what the step adds at small batches)."""
+    points = profile.extra.get("forward_memory_points") if profile.extra else None
+    if points and len({int(b) for b, _ in points}) >= 2:
+        batches = np.array([float(b) for b, _ in points])
+        peaks = np.array([float(v) for _, v in points])
+        slope, intercept = np.polyfit(batches, peaks, 1)
+        return float(intercept), max(float(slope), 0.0)
+    return profile.memory.base_bytes, profile.memory.per_sample_bytes
+
+
+def memory_inputs(profile: Profile) -> MemoryInputs:
+    """The memory model's inputs from a profile (its parameters, optimizer, precision and memory fit)."""
+    units = sharding_units(profile.params)
+    root = next((u.numel for u in units if u.is_root), 0)
+    blocks = [u.numel for u in units if not u.is_root]
+    param_bytes = float(profile.param_bytes)
+    optimizer = optimizer_state_bytes(profile.optimizer) * profile.n_params
+    half = profile.precision in HALF_PRECISIONS
+    each = param_bytes / max(profile.n_params, 1)
+    # Autocast keeps a half-precision copy of the weights through the forward: in the measured intercept,
+    # but not under FSDP's mixed precision, which gathers half-precision parameters instead.
+    cast_cache = HALF_BYTES * profile.n_params if half else 0.0
+    intercept, per_sample = forward_line(profile)
+    workspace = max(intercept - param_bytes - optimizer - cast_cache, 0.0)
+    ckpt = profile.extra.get("checkpointed_per_sample_bytes") if profile.extra else None
+    return MemoryInputs(
+        n_params=profile.n_params,
+        param_bytes=param_bytes,
+        optimizer_bytes=optimizer,
+        compute_param_bytes_each=HALF_BYTES if half else each,
+        largest_tensor_bytes=float(max((p.size_bytes for p in profile.params), default=0)),
+        root_numel=root,
+        max_unit_numel=max(blocks, default=0),
+        n_units=len(units),
+        workspace_bytes=workspace,
+        per_sample_bytes=per_sample,
+        checkpointed_per_sample_bytes=None if ckpt is None else float(ckpt),
+        step_makes_temporaries=profile.optimizer != "sgd",
+    )
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """How the job runs, as far as memory goes.
+
+    Attributes:
+        strategy: ``ddp``, ``fsdp`` or ``hsdp``.
+        shard_size: GPUs one copy of the model state is sharded over (1 for ``ddp``).
+        checkpointing: activation checkpointing of every block.
+        step_temporaries: ``"tensor"`` (the CPU's single-tensor step: two copies of the largest tensor) or
+            ``"foreach"`` (a GPU's: one copy of the parameters it steps).
+    """
+
+    strategy: Strategy = "ddp"
+    shard_size: int = 1
+    checkpointing: bool = False
+    step_temporaries: Literal["tensor", "foreach"] = "tensor"
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ProfileError(f"unknown strategy '{self.strategy}'; use one of {', '.join(STRATEGIES)}")
+        if self.shard_size < 1 or (self.strategy == "ddp" and self.shard_size != 1):
+            raise ProfileError(f"shard size {self.shard_size} does not fit strategy {self.strategy}")
+
+
+def _per_sample(inputs: MemoryInputs, options: MemoryOptions) -> float:
+    if not options.checkpointing:
+        return inputs.per_sample_bytes
+    if inputs.checkpointed_per_sample_bytes is None:
+        raise ProfileError(
+            "this profile has no memory measured with activation checkpointing; profile again with "
+            "`srifty profile --checkpointing` or turn checkpointing off"
+        )
+    return inputs.checkpointed_per_sample_bytes
+
+
+def forward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) -> MemoryBreakdown:
+    """The peak around the end of forward and the start of backward, at local ``batch``.
+
+    Raises:
+        ProfileError: checkpointing asked for where the profile did not measure it.
+    """
+    activations = _per_sample(inputs, options) * batch
+    if options.strategy == "ddp":
+        return MemoryBreakdown(
+            inputs.param_bytes,
+            0.0,
+            inputs.optimizer_bytes,
+            activations,
+            inputs.param_bytes,  # DDP's buckets: a copy of every gradient
+            inputs.workspace_bytes,
+            "forward",
+        )
+    d = float(options.shard_size)
+    c = inputs.compute_param_bytes_each
+    return MemoryBreakdown(
+        inputs.param_bytes / d + c * (inputs.root_numel + inputs.max_unit_numel),
+        c * inputs.max_unit_numel,
+        inputs.optimizer_bytes / d,
+        activations,
+        0.0,
+        inputs.workspace_bytes,
+        "forward",
+    )
+
+
+def step_peak(inputs: MemoryInputs, options: MemoryOptions) -> MemoryBreakdown:
+    """The peak during the optimizer step (it does not depend on the batch)."""
+    grads = inputs.param_bytes
+    temporaries = 0.0
+    if inputs.step_makes_temporaries:
+        temporaries = grads if options.step_temporaries == "foreach" else 2.0 * inputs.largest_tensor_bytes
+    if options.strategy == "ddp":
+        return MemoryBreakdown(inputs.param_bytes, grads, inputs.optimizer_bytes + temporaries, 0.0, grads, 0.0, "step")
+    d = float(options.shard_size)
+    return MemoryBreakdown(
+        inputs.param_bytes / d, grads / d, (inputs.optimizer_bytes + temporaries) / d, 0.0, 0.0, 0.0, "step"
+    )
+
+
+def peak_memory(inputs: MemoryInputs, options: MemoryOptions, batch: float) -> MemoryBreakdown:
+    """Predicted peak bytes per GPU at local ``batch``: the larger of :func:`forward_peak` and :func:`step_peak`.
+
+    Raises:
+        ProfileError: checkpointing asked for where the profile did not measure it.
+    """
+    forward = forward_peak(inputs, options, batch)
+    step = step_peak(inputs, options)
+    return forward if forward.total_bytes >= step.total_bytes else step
+
+
+def usable_bytes(capacity_bytes: float, on_gpu: bool = True) -> float:
+    """Memory a job may use of a device of ``capacity_bytes``: a GPU loses the CUDA context and fragmentation."""
+    if not on_gpu:
+        return capacity_bytes
+    return capacity_bytes * DEFAULT_USABLE_FRACTION - DEFAULT_GPU_RESERVE_BYTES
+
+
+def gpu_options(strategy: Strategy, shard_size: int = 1, checkpointing: bool = False) -> MemoryOptions:
+    """:class:`MemoryOptions` for a GPU (its ``foreach`` optimizer step)."""
+    return MemoryOptions(strategy, shard_size if strategy != "ddp" else 1, checkpointing, "foreach")
+
+
+def max_batch_for(inputs: MemoryInputs, options: MemoryOptions, capacity_bytes: float, on_gpu: bool = True) -> int:
+    """Largest local batch whose predicted peak fits a device of ``capacity_bytes`` (0 when not even batch 0
+    does: the model state alone is too large).
+
+    Raises:
+        ProfileError: checkpointing asked for where the profile did not measure it.
+    """
+    room = usable_bytes(capacity_bytes, on_gpu)
+    base = forward_peak(inputs, options, 0.0).total_bytes
+    if max(base, step_peak(inputs, options).total_bytes) > room:
+        return 0
+    per_sample = _per_sample(inputs, options)
+    if per_sample <= 0:
+        return UNBOUNDED_BATCH
+    return min(math.floor((room - base) / per_sample + 1e-9), UNBOUNDED_BATCH)
+
+
+def min_shard_size(inputs: MemoryInputs, capacity_bytes: float, checkpointing: bool = False, cap: int = 4096) -> int:
+    """Fewest GPUs an ``fsdp`` group needs to hold batch 1 on devices of ``capacity_bytes`` (0: none up to
+    ``cap``, for example when one block alone does not fit)."""
+    if max_batch_for(inputs, gpu_options("fsdp", cap, checkpointing), capacity_bytes) < 1:
+        return 0
+    lo, hi = 0, cap  # fits at hi, not at lo (more GPUs never need more memory each)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if max_batch_for(inputs, gpu_options("fsdp", mid, checkpointing), capacity_bytes) >= 1:
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -1,0 +1,230 @@
+"""The per-GPU memory model of DDP, FSDP and HSDP (srifty.compute.sharding) and the plan's memory checks."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srifty.compute import MemoryModel
+from srifty.compute.profile import ParamInfo
+from srifty.compute.sharding import (
+    MemoryInputs,
+    MemoryOptions,
+    forward_peak,
+    gpu_options,
+    max_batch_for,
+    memory_inputs,
+    min_shard_size,
+    peak_memory,
+    sharding_units,
+    step_peak,
+    unit_key,
+    usable_bytes,
+)
+from tests.factories import synthetic_profile
+
+GIB = 2**30
+
+
+def test_units_are_the_numbered_blocks_then_the_root() -> None:
+    assert unit_key("model.layers.3.mlp.up_proj.weight") == "model.layers.3"
+    assert unit_key("layer1.0.conv1.weight") == "layer1.0"
+    assert unit_key("lm_head.weight") == "" and unit_key("fc.3") == ""  # a trailing index is a tensor, not a block
+    params = [
+        ParamInfo("embed.weight", 100, 400, "float32", 1.0),
+        ParamInfo("layers.0.w", 10, 40, "float32", 0.6),
+        ParamInfo("layers.0.b", 1, 4, "float32", 0.55),
+        ParamInfo("layers.1.w", 10, 40, "float32", 0.2),
+        ParamInfo("head.weight", 100, 400, "float32", 0.0),
+    ]
+    units = sharding_units(params)
+    assert [u.key for u in units] == ["layers.0", "layers.1", ""]
+    assert [u.numel for u in units] == [11, 10, 200]
+    assert units[0].bwd_start_frac == 0.55 and units[0].bwd_end_frac == 0.6
+    assert units[-1].is_root and units[-1].params == (0, 4)
+
+
+def _inputs(**changes: float) -> MemoryInputs:
+    base = MemoryInputs(
+        n_params=1_000_000_000,
+        param_bytes=4e9,
+        optimizer_bytes=8e9,
+        compute_param_bytes_each=2.0,
+        largest_tensor_bytes=5e8,
+        root_numel=200_000_000,
+        max_unit_numel=50_000_000,
+        n_units=17,
+        workspace_bytes=1e9,
+        per_sample_bytes=2e9,
+        checkpointed_per_sample_bytes=3e8,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_ddp_holds_the_whole_state_and_a_bucket_copy_of_the_gradients() -> None:
+    inputs = _inputs()
+    forward = forward_peak(inputs, MemoryOptions(), 2)
+    assert forward.total_bytes == pytest.approx(4e9 + 8e9 + 4e9 + 1e9 + 2 * 2e9)
+    assert forward.buffers_bytes == 4e9 and forward.phase == "forward"
+    step = step_peak(inputs, gpu_options("ddp"))
+    assert step.total_bytes == pytest.approx(4e9 + 4e9 + 8e9 + 4e9 + 4e9)  # params, grads, Adam, foreach, buckets
+    assert peak_memory(inputs, gpu_options("ddp"), 0).phase == "step"
+
+
+def test_fsdp_shards_the_state_and_gathers_the_root_and_two_blocks() -> None:
+    inputs = _inputs()
+    forward = forward_peak(inputs, gpu_options("fsdp", 8), 1)
+    gathered = 2.0 * (200e6 + 50e6)
+    assert forward.parameters_bytes == pytest.approx(4e9 / 8 + gathered)
+    assert forward.gradients_bytes == pytest.approx(2.0 * 50e6)
+    assert forward.optimizer_bytes == pytest.approx(8e9 / 8)
+    assert step_peak(inputs, gpu_options("fsdp", 8)).total_bytes == pytest.approx((4e9 + 4e9 + 8e9 + 4e9) / 8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    d=st.integers(1, 512),
+    batch=st.integers(0, 64),
+    per_sample=st.floats(1e6, 1e10),
+    ckpt=st.booleans(),
+)
+def test_more_shards_never_need_more_memory_and_fsdp_never_more_than_ddp(
+    d: int, batch: int, per_sample: float, ckpt: bool
+) -> None:
+    inputs = _inputs(per_sample_bytes=per_sample, checkpointed_per_sample_bytes=per_sample / 4)
+    ddp = peak_memory(inputs, MemoryOptions("ddp", 1, ckpt), batch).total_bytes
+    one = peak_memory(inputs, MemoryOptions("fsdp", d, ckpt), batch).total_bytes
+    two = peak_memory(inputs, MemoryOptions("fsdp", d + 1, ckpt), batch).total_bytes
+    assert two <= one + 1e-3
+    # sharding over one GPU still gathers blocks, but never holds DDP's bucket copy
+    assert one <= ddp + 2.0 * (inputs.root_numel + 2 * inputs.max_unit_numel)
+    if ckpt:
+        assert one <= peak_memory(inputs, MemoryOptions("fsdp", d, False), batch).total_bytes + 1e-3
+
+
+@settings(max_examples=60, deadline=None)
+@given(capacity_gib=st.floats(8, 300), strategy=st.sampled_from(["ddp", "fsdp", "hsdp"]), d=st.integers(1, 64))
+def test_the_largest_batch_fits_and_one_more_does_not(capacity_gib: float, strategy: str, d: int) -> None:
+    inputs = _inputs()
+    options = gpu_options(strategy, d)  # type: ignore[arg-type]
+    capacity = capacity_gib * GIB
+    batch = max_batch_for(inputs, options, capacity)
+    room = usable_bytes(capacity)
+    if batch == 0:
+        assert peak_memory(inputs, options, 0).total_bytes > room or peak_memory(inputs, options, 1).total_bytes > room
+    else:
+        assert peak_memory(inputs, options, batch).total_bytes <= room + 1
+        assert peak_memory(inputs, options, batch + 1).total_bytes > room
+
+
+def test_min_shard_size_is_the_fewest_gpus_that_hold_one_sample() -> None:
+    inputs = _inputs()
+    needed = min_shard_size(inputs, 16 * GIB)
+    assert needed > 1
+    assert max_batch_for(inputs, gpu_options("fsdp", needed), 16 * GIB) >= 1
+    assert max_batch_for(inputs, gpu_options("fsdp", needed - 1), 16 * GIB) == 0
+    # a block that alone overflows the GPU cannot be sharded into fitting
+    assert min_shard_size(_inputs(max_unit_numel=20_000_000_000), 24 * GIB) == 0
+
+
+def test_a_profile_gives_the_inputs_from_its_forward_peaks() -> None:
+    profile = synthetic_profile(param_mib=(64.0, 64.0))
+    # Adam: 8 bytes a parameter; forward peaks measured apart from the step: 2 GiB + 10 MiB a sample
+    profile = profile.with_changes(
+        optimizer="adam",
+        extra={"forward_memory_points": [[1, 2 * GIB + 10 * 2**20], [4, 2 * GIB + 40 * 2**20]]},
+    )
+    inputs = memory_inputs(profile)
+    assert inputs.per_sample_bytes == pytest.approx(10 * 2**20)
+    assert inputs.workspace_bytes == pytest.approx(2 * GIB - 128 * 2**20 - 256 * 2**20)
+    # an older profile: the whole iteration's line
+    older = memory_inputs(profile.with_changes(extra={}, memory=MemoryModel(3 * GIB, 5 * 2**20)))
+    assert older.per_sample_bytes == 5 * 2**20 and older.workspace_bytes == pytest.approx(3 * GIB - 384 * 2**20)
+
+
+def _big_profile(tmp_path: Path, gpu: str) -> Path:
+    """A 2.1 B-parameter model of 24 blocks (fp32, Adam) as if measured on ``gpu``: 34 GiB of model state, DDP
+    fits no GPU under 80 GB."""
+    blocks = tuple(f"layers.{i}.w" for i in range(24))
+    profile = synthetic_profile(param_mib=(300.0,) * 24 + (900.0,), gpu=gpu, model="tests.factories:big")
+    names = (*blocks, "head.weight")
+    params = tuple(dataclasses.replace(p, name=n) for p, n in zip(profile.params, names, strict=True))
+    profile = profile.with_changes(
+        params=params,
+        optimizer="adam",
+        memory=MemoryModel(40 * GIB, 200 * 2**20),
+        extra={"forward_memory_points": [[1, 36 * GIB + 200 * 2**20], [2, 36 * GIB + 400 * 2**20]]},
+    )
+    return profile.save(tmp_path / f"big-{gpu}.json")
+
+
+def test_a_ddp_spec_for_a_model_that_fits_no_gpu_exits_2_naming_the_memory_and_what_would_fit(
+    cli,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    _big_profile(tmp_path, "A10G")
+    _big_profile(tmp_path, "T4")
+    spec = {
+        "model": {"name": "tests.factories:big", "profiles": ["big-A10G.json", "big-T4.json"]},
+        "global_batch": 64,
+        "iterations": 100,
+        "goal": "min_cost",
+        "region": "us-east-1",
+        "parallelism": "ddp",
+        "candidates": [
+            {"instance_type": "g5.12xlarge", "market": "on_demand", "quota": 8},
+            {"instance_type": "g4dn.12xlarge", "market": "on_demand", "quota": 8},
+        ],
+    }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code, _, err = cli("plan", str(path))
+    text = " ".join(err.split())
+    assert code == 2, err
+    assert "memory binds" in text and "does not fit one GPU with DDP" in text
+    assert "GiB" in text and "A10G (g5.12xlarge)" in text  # the largest GPU on offer
+    assert "`parallelism: fsdp` over at least" in text and "DDP on a GPU with at least" in text
+    assert "Traceback" not in err
+
+
+def test_spec_fields_for_strategies(tmp_path: Path) -> None:
+    from srifty.errors import SpecError
+    from srifty.spec import spec_from_mapping
+
+    base = {"model": "resnet50", "global_batch": 64, "iterations": 10, "goal": "min_time"}
+    spec = spec_from_mapping(base)
+    assert spec.parallelism == "auto" and spec.activation_checkpointing == "auto"
+    spec = spec_from_mapping({**base, "parallelism": "fsdp", "activation_checkpointing": True})
+    assert spec.parallelism == "fsdp" and spec.activation_checkpointing == "on"
+    with pytest.raises(SpecError, match="parallelism must be one of 'auto', 'ddp', 'fsdp', 'hsdp'"):
+        spec_from_mapping({**base, "parallelism": "zero3"})
+
+
+def test_auto_shards_a_model_ddp_cannot_hold_and_the_plan_names_the_strategy(tmp_path: Path) -> None:
+    from srifty.plan.api import plan_spec
+
+    _big_profile(tmp_path, "A10G")
+    spec = {
+        "model": {"name": "tests.factories:big", "profiles": ["big-A10G.json"]},
+        "global_batch": 64,
+        "iterations": 100,
+        "goal": "min_cost",
+        "region": "us-east-1",
+        "candidates": [{"instance_type": "g5.12xlarge", "market": "on_demand", "quota": 8}],
+    }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    plan, _ = plan_spec(path)
+    assert plan.best is not None and plan.best.config.parallelism in ("fsdp", "hsdp")
+    best = plan.to_dict()["best"]
+    assert best["parallelism"] == plan.best.config.parallelism and best["shard_group_size"] >= 4
+    assert 0 < best["memory_peak_bytes"] <= best["memory_usable_bytes"]
+    # what does not fit is never chosen nor on the Pareto front
+    assert all("memory" not in s.violations for s in plan.pareto)
+    ddp_only = [s for s in plan.evaluated if s.config.parallelism == "ddp"]
+    assert all("memory" in s.violations for s in ddp_only)
