@@ -106,13 +106,15 @@ def test_report_renders_in_headless_chromium(inputs: dict[str, Path], tmp_path: 
     from PIL import Image
 
     page = build_report([inputs["cases"]], tmp_path / "report.html", inputs["timeline"])
+    charts = page.read_text(encoding="utf-8").count('class="srifty-plot"')
+    assert charts >= 7
     dom = chromium(page, tmp_path / "profile-dom", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     body = re.search(r"<body[^>]*>", dom.stdout)
     assert body is not None
-    assert 'data-srifty-rendered="7"' in body.group(0), body.group(0)[:500]
+    assert f'data-srifty-rendered="{charts}"' in body.group(0), body.group(0)[:500]
     assert "data-srifty-errors" not in body.group(0)
-    assert dom.stdout.count('class="main-svg"') >= 7
+    assert dom.stdout.count('class="main-svg"') >= charts
     console = [line for line in dom.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert not console, console
     boxes = json.loads(re.search(r'data-srifty-boxes="([^"]*)"', body.group(0)).group(1).replace("&quot;", '"'))  # type: ignore[union-attr]
