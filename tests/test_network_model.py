@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -187,17 +186,15 @@ def test_decay_favours_new_probes_after_an_upgrade() -> None:
     assert decayed_mape < 0.5 * mape(truth, plain.predict_busbw_bytes_per_s(query))
 
 
-def test_prediction_is_fast_for_200_rows(fitted: BandwidthModel) -> None:
+def test_a_batch_of_200_rows_predicts_what_each_row_predicts_alone(fitted: BandwidthModel) -> None:
+    # The prediction's speed is a benchmark figure (BENCHMARKS.md, "Bus-bandwidth model accuracy"), not a test.
     query = pd.DataFrame(
         {"size_bytes": np.geomspace(4, 2**29, 200).astype(int), "world_size": 16, "rated_network_gbps": 50.0}
     )
-    fitted.predict_busbw_bytes_per_s(query)
-    times = []
-    for _ in range(20):
-        start = time.perf_counter()
-        fitted.predict_busbw_bytes_per_s(query)
-        times.append(time.perf_counter() - start)
-    assert float(np.median(times)) < 0.05  # measured ~2 ms; generous for a loaded 2-core machine
+    batch = np.asarray(fitted.predict_busbw_bytes_per_s(query))
+    alone = [float(np.asarray(fitted.predict_busbw_bytes_per_s(query.iloc[[i]]))[0]) for i in (0, 57, 199)]
+    assert batch.shape == (200,) and np.isfinite(batch).all() and (batch > 0).all()
+    assert np.allclose([batch[0], batch[57], batch[199]], alone, rtol=1e-9)
 
 
 def test_only_the_required_columns_are_needed_to_fit() -> None:
