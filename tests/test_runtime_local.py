@@ -252,3 +252,61 @@ def test_training_arguments_with_shell_metacharacters_reach_the_script_verbatim(
     assert outcome.iterations == 30 and not pwned.exists()
     for rank in (0, 1):
         assert json.loads((tmp_path / f"argv.{rank}").read_text()) == evil
+
+
+def test_a_spot_loss_is_decided_by_the_spot_policy_as_the_trace_replay_decides_it(
+    spec_path: Path, tmp_path: Path
+) -> None:
+    """A loss injected into a spot VM of a real run is decided by srifty's spot policy (issue 23); the judge's
+    trace replay, calling the same policy at that point, decides the same."""
+    import dataclasses
+
+    import numpy as np
+
+    from srifty.catalog import load_catalog
+    from srifty.evaluate.spot_replay import ReplayJob, replay
+    from srifty.plan.api import spec_config
+    from srifty.plan.spot_policy import policy_for, scored_config
+    from srifty.spec import load_spec
+    from srifty.vocab import Config, ConfigGroup
+    from srifty.vocab.spot_trace import SpotTrace
+
+    spec_text = yaml.safe_load(spec_path.read_text())
+    spec_text["model"]["profiles"] = [str(spec_path.parent / p) for p in spec_text["model"]["profiles"]]
+    spec_text.update(
+        deadline_s=3600.0,
+        overheads={"vm_launch_s": 1.0, "checkpoint_restore_s": 1.0},
+        candidates=[
+            {"instance_type": "g4dn.xlarge", "market": "spot", "quota": 2},
+            {"instance_type": "g4dn.xlarge", "market": "on_demand", "quota": 2},
+        ],
+    )
+    spec = tmp_path / "spot.yaml"
+    spec.write_text(yaml.safe_dump(spec_text))
+    run_dir = tmp_path / "run"
+    outcome = run_local_job(
+        spec, TRAIN, run_dir, config_text="2xg4dn.xlarge@16[spot]", faults=[Fault("preempt", 12, 1)], ckpt_every=5
+    )
+    assert outcome.iterations == 30
+    decisions = DecisionLog(run_dir / "decisions.jsonl").read()
+    at_loss = next(d for d in decisions if d.action == "spot_policy" and d.details["view"]["event"] == "loss")
+    assert at_loss.details["policy"] == "srifty" and "slack_s" in at_loss.details
+    view = at_loss.details["view"]
+    # An hour's deadline leaves room: the policy keeps the job on spot, and the re-plan that follows says so.
+    assert at_loss.details["action"] == "spot" and "falls back" not in at_loss.reason
+    # The judge replays a trace whose capacity goes at the moment of the run's loss, with the run's own pace
+    # (an iteration every `pace` seconds, a checkpoint every iteration, nothing to launch or restore), so that
+    # its view at the loss is the run's; srifty's policy, built the same way, decides the same.
+    job_spec = load_spec(spec)
+    config = spec_config("2xg4dn.xlarge@16[spot]", job_spec, load_catalog())
+    loss_at = float(view["now_s"])
+    pace = loss_at / (view["iterations_done"] + 0.5)
+    policy = dataclasses.replace(policy_for(*scored_config(job_spec, config)), checkpoint_interval_s=pace)
+    on_demand = Config((ConfigGroup(config.groups[0].instance, 2, 16, "on_demand"),))
+    judged = ReplayJob(30, job_spec.deadline_s, None, config, on_demand, None, {"spot": pace, "on_demand": pace},
+                       0.0, 0.0, lambda rng: 0.0)  # fmt: skip
+    trace = SpotTrace("t/loss.json", "g4dn.xlarge", "aws", "", "us-east-1", loss_at, (2, 0, 2, 2), "0" * 64)
+    run = replay(judged, trace, 0.0, policy, lambda k: np.random.default_rng(k))
+    when, saved, action = run.at_losses[0]
+    assert when == pytest.approx(loss_at) and saved == view["iterations_done"]
+    assert action == at_loss.details["action"]

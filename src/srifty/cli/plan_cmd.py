@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from srifty.cli.console import err, out, styled
+from srifty.cli.plan_promise import promise_table
 from srifty.errors import InfeasiblePlanError, SpecError
 from srifty.plan.explain import count_text
 from srifty.plan.methods import get_method, planning_methods
@@ -214,6 +215,7 @@ def show_plan(plan: Plan, estimated_hints: dict[str, str] | None = None, show_pr
             )
         )
         out.print(_summary_table(plan, plan.best))
+        out.print(promise_table(plan, plan.best))
     elif plan.infeasibility is not None:
         _print_infeasible(plan)
     if plan.alternatives:
@@ -251,6 +253,7 @@ def _print_infeasible(plan: Plan) -> None:
         title = f"closest configuration: {closest.config.describe()}"
         out.print(_config_table(title, closest, plan.profile_sources, plan.profile_errors))
         out.print(_summary_table(plan, closest))
+        out.print(promise_table(plan, closest))
 
 
 def show_network_sources(notes: dict[str, str], of_total: int | None = None) -> None:

@@ -62,3 +62,70 @@ def show_spot_model(model: SpotModel) -> None:
             f"{f.p_obtain[0]:.2f}" if f.p_obtain else "—",
         )
     out.print(table)
+
+
+def eval_spot_command(
+    spec_path: Annotated[Path, typer.Argument(help="Job spec YAML (one region; its candidates include traced types).")],
+    trace: Annotated[
+        list[str],
+        typer.Option(
+            "--trace",
+            help="Spot trace file (repeatable): <zone>_<gpu>_<gpus per VM>.json or FILE=INSTANCE_TYPE; each is "
+            "replayed as the behaviour of the plan's own zone.",
+        ),
+    ],
+    starts: Annotated[int, typer.Option(help="Runs per policy, their start times spread over the traces.")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of the emulated cloud, srifty's learning and the start times.")] = 0,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures here (JSON).")] = None,
+    spot_model: Annotated[
+        Path | None, typer.Option("--spot-model", help="srifty's spot model (default: the spec's, or embedded).")
+    ] = None,
+) -> None:
+    """Judge srifty's spot policy against on_demand, spot_restart, uniform_progress and the oracle by replaying
+    real spot traces on the EMULATED cloud."""
+    from srifty.catalog import load_catalog
+    from srifty.evaluate.spot_eval import POLICIES, eval_spot
+    from srifty.spec import load_spec
+    from srifty.spot import SpotModel, load_trace
+
+    if not trace:
+        raise SpecError("--trace needs at least one spot trace file")
+    catalog = load_catalog()
+    spec = load_spec(spec_path)
+    traces = [load_trace(t, catalog) for t in trace]
+    model = SpotModel.load(spot_model) if spot_model is not None else None
+    result = eval_spot(spec, traces, starts, seed, model, catalog)
+    plan = result.plan
+    out.print(
+        f"srifty's plan: {plan['config']} (spot twin {plan['spot_twin']}, on-demand twin {plan['on_demand_twin']}); "
+        f"predicted P(deadline) {_fmt(plan['p_meet_deadline'])}, P(budget) {_fmt(plan['p_meet_budget'])}",
+        soft_wrap=True,
+    )
+    table = Table(title=f"spot policies replayed on {len(traces)} trace(s), {starts} starts (EMULATED cloud)")
+    columns = ("policy", "deadline met", "budget met", "cost mean", "cost p95", "finish p95", "losses", "runs")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for name in POLICIES:
+        row = result.policies.get(name)
+        if row is None:
+            continue
+        table.add_row(
+            name,
+            _fmt(row["deadline_met_fraction"]),
+            _fmt(row["budget_met_fraction"]),
+            "—" if row["cost_usd_mean"] is None else f"${row['cost_usd_mean']:,.2f}",
+            "—" if row["cost_usd_p95"] is None else f"${row['cost_usd_p95']:,.2f}",
+            "—" if row["finish_s_p95"] is None else f"{row['finish_s_p95']:,.0f} s",
+            _fmt(row["losses_mean"], ".2f"),
+            str(row["runs"]),
+        )
+    out.print(table)
+    for note in result.notes:
+        out.print(f"note: {note}")
+    if json_out is not None:
+        result.save(json_out)
+        out.print(f"wrote {json_out}")
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "—" if value is None else format(value, spec)

@@ -44,6 +44,12 @@ NOISY_SPREAD = 0.10
 Phase = Literal["fw", "bw", "step", "iter"]
 
 
+#: 1σ relative error of a measured profile's mean iteration time at unprobed batches, from the held-out MAPE of
+#: BENCHMARKS.md's "Compute latency model accuracy" (H200 curves 6.3 %, CPUs 5.6 %) times √(π/2).
+MEASURED_ERROR_GPU = 0.079
+MEASURED_ERROR_CPU = 0.070
+
+
 @dataclass(frozen=True)
 class PhaseSamples:
     """Raw timed iterations at one batch size (ms), and the peak memory measured there (bytes)."""
@@ -224,8 +230,17 @@ class Profile:
 
     @property
     def expected_error(self) -> float:
-        """Expected relative error of this profile's iteration time: 0 for a measurement, the estimate's
-        calibrated error for an estimate (0 where the method has none on record)."""
+        """Expected relative error (1σ) of this profile's mean iteration time at a planned batch.
+
+        An estimate carries its calibrated error (the calibration's leave-one-model-out error; 0 where the
+        method has none on record). A measurement is not exact either: its latency model is read at batches
+        that were not probed, where BENCHMARKS.md ("Compute latency model accuracy") measured a held-out
+        iteration MAPE of 6.3 % on the H200's curves and 5.6 % on this project's CPUs; for a normal error
+        MAPE = σ·√(2/π), so σ = 7.9 % (GPU) and 7.0 % (CPU) (:data:`MEASURED_ERROR_GPU`,
+        :data:`MEASURED_ERROR_CPU`).
+        """
+        if self.estimated_from is None and self.estimate is None:
+            return MEASURED_ERROR_GPU if self.device.gpu else MEASURED_ERROR_CPU
         if self.estimate is None or self.estimate.expected_error is None:
             return 0.0
         return float(self.estimate.expected_error)

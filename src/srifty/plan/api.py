@@ -28,6 +28,7 @@ from srifty.plan.sharding import ShardingChooser
 from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, Mode
 from srifty.sim import profile_for
 from srifty.spec import JobSpec, load_spec
+from srifty.spot import SpotModel, default_spot_model, describe_spot_model
 from srifty.vocab import Config, parse_config
 
 
@@ -119,6 +120,7 @@ def plan_job(
     max_sim_calls: int = DEFAULT_MAX_SIM_CALLS,
     iters: int = 100,
     prune: bool = True,
+    spot_model: SpotModel | None = None,
 ) -> tuple[Plan, PlanInputs]:
     """Plan ``spec`` with ``method`` (see :data:`~srifty.plan.methods.METHODS`); resolves profiles and the
     bandwidth model unless given. APM's alpha-beta model is fitted on the embedded default's training rows.
@@ -126,7 +128,8 @@ def plan_job(
     The spec's offers (listed, or the catalog search of ``candidates: auto``) become one problem per
     placement; types whose GPU has no profile and none can be estimated are pruned with that reason; with
     ``prune``, types and zones that cannot hold the optimum are dropped before search
-    (:mod:`srifty.plan.prune`).
+    (:mod:`srifty.plan.prune`). Spot VMs are judged by ``spot_model`` (default: the spec's ``spot_model`` file,
+    else the embedded default fitted on real traces).
 
     Raises:
         SpecError: an unknown method, one that only an evaluation can run, or a filter that leaves nothing.
@@ -150,7 +153,8 @@ def plan_job(
     max_gpus = sum(o.quota * o.instance.gpus_per_vm for o in usable)
     require_some_fit(spec, sorted({o.instance for o in usable}, key=_instance_order), resolved.profiles, cat, max_gpus)
     limits = StrategyLimits(spec, resolved.profiles, max_gpus)
-    problems = build_problems(spec, cat, limits, entry.batch_policy, offers=usable)
+    spot, spot_source = (spot_model, "given") if spot_model is not None else load_spot_model(spec)
+    problems = build_problems(spec, cat, limits, entry.batch_policy, offers=usable, spot=spot)
     knowledge = Knowledge(resolved.profiles, resolved.net_model, seed=spec.seed, sim_iters=iters)
     sharded = entry.name == "srifty"  # the simulator predicts FSDP and HSDP; the baselines know DDP only
     predictor = MemoPredictor(ShardingChooser(entry.make_predictor(knowledge), spec, resolved.profiles, sharded))
@@ -200,6 +204,7 @@ def plan_job(
         profile_sources=dict(resolved.sources),
         profile_errors=errors,
         network_sources=dict(resolved.net_notes),
+        spot_source=spot_source,
         spec_name=spec.name,
         notes=plan.notes + resolved.warnings + _opt_in_note(spec, cat),
     )
@@ -216,6 +221,19 @@ def _opt_in_note(spec: JobSpec, catalog: Catalog) -> tuple[str, ...]:
         f"left out {len(excluded)} zone(s) an account must opt in to ({kinds}: {', '.join(excluded)}); name one in "
         "`zones:` to plan there",
     )
+
+
+def load_spot_model(spec: JobSpec) -> tuple[SpotModel, str]:
+    """The spot model a spec plans with, and a line naming it: its ``spot_model`` file, or the embedded default.
+
+    Raises:
+        ArtifactError: the file is missing, damaged or not a spot model.
+    """
+    if spec.spot_model is not None:
+        model = SpotModel.load(spec.spot_model)
+        return model, describe_spot_model(model, spec.spot_model)
+    model = default_spot_model()
+    return model, describe_spot_model(model)
 
 
 def _instance_order(instance: InstanceType) -> tuple[str, str, str]:

@@ -8,6 +8,7 @@ local batches a type may take (:data:`~srifty.plan.space.BatchPolicy`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -20,6 +21,7 @@ from srifty.plan.problem import Candidate, Placement, PlanProblem
 from srifty.plan.space import BatchPolicy, allowed_batches
 from srifty.sim import profile_for
 from srifty.spec import JobSpec
+from srifty.spot import SpotModel
 
 
 class BatchLimits(Protocol):
@@ -81,6 +83,7 @@ def build_problems(
     policy: BatchPolicy = "knee",
     overhead_s: float | None = None,
     offers: Sequence[Offer] | None = None,
+    spot: SpotModel | None = None,
 ) -> tuple[PlanProblem, ...]:
     """One problem per placement (:func:`placements`): candidates priced there, with quotas and the batches
     ``policy`` allows; the spec's goal and constraints.
@@ -88,6 +91,7 @@ def build_problems(
     Args:
         overhead_s: one VM launch plus one checkpoint restore (s); default: the spec's overheads.
         offers: what may be rented (default: :func:`~srifty.plan.offers.expand_offers` of the spec).
+        spot: the spot model spot VMs are judged by (``None``: never lost).
     """
     if overhead_s is None:
         overhead_s = spec.overheads.vm_launch_s + spec.overheads.checkpoint_restore_s
@@ -115,6 +119,10 @@ def build_problems(
                 overhead_s=overhead_s,
                 placement=placement,
                 requires_spot=requires_spot,
+                confidence=spec.confidence,
+                spot=spot,
+                vm_launch_s=spec.overheads.vm_launch_s,
+                checkpoint_restore_s=spec.overheads.checkpoint_restore_s,
             )
         )
     return tuple(problems)
@@ -175,12 +183,5 @@ def unplaced(problems: Sequence[PlanProblem]) -> PlanProblem:
             if key not in cheapest or cand.price_usd_per_hour < cheapest[key].price_usd_per_hour:
                 cheapest[key] = cand
     first = problems[0]
-    return PlanProblem(
-        candidates=tuple(cheapest[k] for k in sorted(cheapest)),
-        global_batch=first.global_batch,
-        iterations=first.iterations,
-        goal=first.goal,
-        deadline_s=first.deadline_s,
-        budget_usd=first.budget_usd,
-        overhead_s=first.overhead_s,
-    )
+    candidates = tuple(cheapest[k] for k in sorted(cheapest))
+    return dataclasses.replace(first, candidates=candidates, placement=None, requires_spot=False)

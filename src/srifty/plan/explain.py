@@ -33,26 +33,30 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
     problem = batch[0]
     if not scored:
         return _no_assignment(batch)
-    fastest = min(scored, key=lambda s: (s.time_s, s.cost_usd))
-    cheapest = min(scored, key=lambda s: (s.cost_usd, s.time_s))
     deadline, budget = problem.deadline_s, problem.budget_usd
     on_time = [s for s in scored if "deadline" not in s.violations]
     in_budget = [s for s in scored if "budget" not in s.violations]
     if deadline is not None and not on_time:
-        quota_hint = ", ".join(f"the {name} quota" for name in _at_quota(batch, fastest))
+        likeliest = max(scored, key=lambda s: (s.p_meet_deadline or 0.0, -s.time_s))
+        quota_hint = ", ".join(f"the {name} quota" for name in _at_quota(batch, likeliest))
         raise_what = f"raise the deadline or {quota_hint}" if quota_hint else "raise the deadline"
         return Infeasibility(
             "deadline",
-            f"the fastest configuration ({fastest.config}) finishes in {fastest.time_s:.0f} s > deadline "
-            f"{deadline:.0f} s (of which {problem.overhead_s:.0f} s is launch and restore overhead); {raise_what}.",
-            fastest,
+            f"P(deadline) binds: the configuration likeliest to finish in time ({likeliest.config}) does so with "
+            f"probability {_p(likeliest.p_meet_deadline)} < confidence {problem.confidence:g} (expected "
+            f"{likeliest.time_s:.0f} s{_p95(likeliest, 'time')} against a deadline of {deadline:.0f} s, of which "
+            f"{problem.overhead_s:.0f} s is launch and restore overhead); {raise_what}, or lower `confidence`.",
+            likeliest,
         )
     if budget is not None and not in_budget:
+        likeliest = max(scored, key=lambda s: (s.p_meet_budget or 0.0, -s.cost_usd))
         return Infeasibility(
             "budget",
-            f"the cheapest configuration ({cheapest.config}) costs {usd_text(cheapest.cost_usd)} > budget "
-            f"{usd_text(budget)}; raise the budget to at least {usd_text(cheapest.cost_usd)}.",
-            cheapest,
+            f"P(budget) binds: the configuration likeliest to stay within the budget ({likeliest.config}) does "
+            f"so with probability {_p(likeliest.p_meet_budget)} < confidence {problem.confidence:g} (expected "
+            f"{usd_text(likeliest.cost_usd)}{_p95(likeliest, 'cost')} against a budget of {usd_text(budget)}); raise "
+            f"the budget to at least {usd_text(_p95_value(likeliest, 'cost'))}, or lower `confidence`.",
+            likeliest,
         )
     # Some meet the deadline, some the budget, none both.
     best_on_time = min(on_time, key=lambda s: s.cost_usd)
@@ -65,6 +69,23 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
         f"budget to {usd_text(best_on_time.cost_usd)} or the deadline to {best_in_budget.time_s:.0f} s.",
         best_on_time,
     )
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _p95_value(s: Scored, what: str) -> float:
+    if s.risk is None:
+        return s.time_s if what == "time" else s.cost_usd
+    return s.risk.time_p95_s if what == "time" else s.risk.cost_p95_usd
+
+
+def _p95(s: Scored, what: str) -> str:
+    if s.risk is None:
+        return ""
+    value = _p95_value(s, what)
+    return f", p95 {value:,.0f} s" if what == "time" else f", p95 {usd_text(value)}"
 
 
 def capacity(problem: PlanProblem) -> int:

@@ -9,16 +9,22 @@ local batch ``batches[i]``. Constraints (paper, section "Optimizer"):
   zone) or, for configurations of on-demand VMs only, one region;
 * ``min_time`` minimises ``T`` subject to the budget (and the deadline, if one is given);
   ``min_cost`` minimises ``C`` subject to the deadline (and the budget, if one is given).
+
+``T`` and ``C`` are distributions (:mod:`srifty.plan.risk`: model error, iteration variance, VM launch, spot
+losses): a constraint holds when its probability reaches ``confidence``, and the goal ranks on expected values.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from srifty.catalog import InstanceType, Market
 from srifty.units import SECONDS_PER_HOUR
 from srifty.vocab import Config
+
+if TYPE_CHECKING:
+    from srifty.spot import SpotModel
 
 Goal = Literal["min_time", "min_cost"]
 
@@ -86,6 +92,9 @@ class PlanProblem:
         placement: where its configurations run (``None``: not placed; spot priced in the cheapest common zone).
         requires_spot: only configurations with a spot group belong here (configurations of on-demand VMs
             only are planned once per region, in the region's own problem, not once per zone).
+        confidence: the probability with which the deadline and the budget must each hold.
+        spot: the spot model spot VMs are judged by (``None``: spot VMs are taken never to be lost).
+        vm_launch_s, checkpoint_restore_s: the spec's overheads (``overhead_s`` is their sum).
     """
 
     candidates: tuple[Candidate, ...]
@@ -97,6 +106,10 @@ class PlanProblem:
     overhead_s: float
     placement: Placement | None = None
     requires_spot: bool = False
+    confidence: float = 0.9
+    spot: SpotModel | None = None
+    vm_launch_s: float = 150.0
+    checkpoint_restore_s: float = 5.0
 
     def place(self, config: Config) -> Config:
         """``config`` placed in this problem's zone (configurations built from its candidates run there)."""

@@ -10,6 +10,7 @@ from typing import Any
 from srifty.artifacts import write_json_artifact
 from srifty.plan.problem import Placement, PlanProblem
 from srifty.plan.prune import Pruning
+from srifty.plan.risk import Risk
 from srifty.plan.scoring import OutcomeT, Scored, preference
 
 PLAN_KIND = "plan"
@@ -76,6 +77,7 @@ class Plan:
     profile_errors: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     network_sources: dict[str, str] = field(default_factory=dict)
+    spot_source: str = ""
     spec_name: str | None = None
     spec_digest: str | None = None
     evaluated: tuple[Scored, ...] = ()
@@ -103,6 +105,7 @@ class Plan:
             "iterations": p.iterations,
             "deadline_s": p.deadline_s,
             "budget_usd": p.budget_usd,
+            "confidence": p.confidence,
             "overhead_s": p.overhead_s,
             "time_tolerance": self.time_tolerance,
             "candidates": [
@@ -142,6 +145,7 @@ class Plan:
             "profile_sources": self.profile_sources,
             "profile_expected_errors": self.profile_errors,
             "network_sources": self.network_sources,
+            "spot_source": self.spot_source,
             "notes": list(self.notes),
             "explanation": list(self.explanation),
             "evaluated": [point_dict(s) for s in self.evaluated],
@@ -242,9 +246,38 @@ def scored_dict(s: Scored) -> dict[str, Any]:
         "price_usd_per_hour": s.price_usd_per_hour,
         "throughput_samples_per_s": s.throughput_samples_per_s,
         "p_meet_deadline": s.p_meet_deadline,
+        "p_meet_budget": s.p_meet_budget,
         "violations": list(s.violations),
         "estimated_profiles": s.estimate.estimated_profiles,
         "iteration_model": s.estimate.iteration_model,
+        "risk": None if s.risk is None else risk_dict(s.risk),
+    }
+
+
+def risk_dict(r: Risk) -> dict[str, Any]:
+    """JSON-ready form of a configuration's time and cost distributions (:mod:`srifty.plan.risk`)."""
+    return {
+        "confidence": r.confidence,
+        "p_meet_deadline": r.p_meet_deadline,
+        "p_meet_budget": r.p_meet_budget,
+        "time_mean_s": r.time_mean_s,
+        "time_p95_s": r.time_p95_s,
+        "cost_mean_usd": r.cost_mean_usd,
+        "cost_p95_usd": r.cost_p95_usd,
+        "spread_s": r.spread_s,
+        "expected_spot_losses": r.expected_losses,
+        "expected_spot_vms_lost": r.expected_vms_lost,
+        "p_obtain_spot_at_start": r.p_obtain_start,
+        "checkpoint_interval_s": r.checkpoint_interval_s,
+        "core_share": r.core_share,
+        "fallback": None
+        if r.fallback is None
+        else {
+            "config": r.fallback.tagged(),
+            "price_usd_per_hour": r.fallback.price_usd_per_hour(),
+            "p_used": r.p_fallback,
+        },
+        "spot_sources": [{"instance_type": name, "source": source} for name, source in r.spot_sources],
     }
 
 

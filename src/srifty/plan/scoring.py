@@ -1,8 +1,9 @@
 """Scoring: a configuration's job time, cost and constraint checks from its iteration time.
 
-One function, :func:`job_time_cost`, turns a mean iteration time into job time, cost and violated
-constraints; the planner scores predictions with it (:func:`score`) and the evaluation scores the emulated
-cloud's truth with it. :func:`objective` and :func:`preference` order anything that has a time, a cost and
+:func:`job_time_cost` turns a mean iteration time into job time, cost and violated constraints (the
+evaluation scores the emulated cloud's truth with it); the planner scores its predictions as distributions
+(:func:`score`, :mod:`srifty.plan.risk`): expected time and cost, and a constraint met only with the problem's
+confidence. :func:`objective` and :func:`preference` order anything that has a time, a cost and
 violations (a predicted :class:`Scored` or a true outcome) by the job's goal.
 """
 
@@ -15,6 +16,7 @@ from typing import Protocol, TypeVar
 
 from srifty.plan.predict import Estimate
 from srifty.plan.problem import PlanProblem
+from srifty.plan.risk import Risk, assess
 from srifty.vocab import Config
 
 
@@ -59,7 +61,11 @@ def job_time_cost(problem: PlanProblem, config: Config, iter_mean_s: float) -> t
 
 @dataclass(frozen=True)
 class Scored:
-    """A configuration with its predicted job time, cost and constraint checks."""
+    """A configuration with its predicted job time, cost and constraint checks.
+
+    ``time_s`` and ``cost_usd`` are expected values; ``risk`` holds their distributions, and a constraint is
+    violated when its probability falls short of the problem's confidence.
+    """
 
     config: Config
     estimate: Estimate
@@ -68,6 +74,12 @@ class Scored:
     price_usd_per_hour: float
     p_meet_deadline: float | None
     violations: tuple[str, ...] = field(default=())
+    risk: Risk | None = None
+
+    @property
+    def p_meet_budget(self) -> float | None:
+        """P(cost within budget), ``None`` without a budget."""
+        return None if self.risk is None else self.risk.p_meet_budget
 
     @property
     def feasible(self) -> bool:
@@ -81,20 +93,33 @@ class Scored:
 
 
 def score(problem: PlanProblem, config: Config, estimate: Estimate) -> Scored:
-    """Job time, cost, deadline probability and violated constraints of ``config`` as predicted, placed in
-    the problem's zone."""
+    """Expected job time and cost, their distributions (:func:`~srifty.plan.risk.assess`) and the constraints
+    ``config`` breaks at the problem's confidence (``"memory"`` first for a configuration predicted not to fit
+    its GPUs), placed in the problem's zone."""
     config = problem.place(config).sharded(estimate.parallelism, estimate.checkpointing)  # type: ignore[arg-type]
-    time_s, cost, violations = job_time_cost(problem, config, estimate.iter_mean_s)
-    if not estimate.fits_memory:
-        violations = ("memory", *violations)
-    p_deadline = None if problem.deadline_s is None else deadline_probability(problem, estimate)
-    return Scored(config, estimate, time_s, cost, config.price_usd_per_hour(), p_deadline, violations)
+    risk = assess(problem, config, estimate)
+    violations = [] if estimate.fits_memory else ["memory"]
+    if risk.p_meet_deadline is not None and risk.p_meet_deadline < problem.confidence:
+        violations.append("deadline")
+    if risk.p_meet_budget is not None and risk.p_meet_budget < problem.confidence:
+        violations.append("budget")
+    return Scored(
+        config,
+        estimate,
+        risk.time_mean_s,
+        risk.cost_mean_usd,
+        config.price_usd_per_hour(),
+        risk.p_meet_deadline,
+        tuple(violations),
+        risk,
+    )
 
 
 def deadline_probability(problem: PlanProblem, estimate: Estimate) -> float:
-    """P(job time ≤ deadline). The sum of N independent iterations is normal with mean ``N·μ`` and
-    standard deviation ``√N·σ`` (central limit theorem); an estimated profile's error of the mean is the
-    same in every iteration, so it adds ``N·ε`` (not ``√N·ε``), in quadrature."""
+    """P(job time ≤ deadline) from model error and iteration variance alone (no spot losses, no launch
+    spread). The sum of N independent iterations is normal with mean ``N·μ`` and standard deviation
+    ``√N·σ``; the error of the mean is the same in every iteration, so it adds ``N·ε`` (not ``√N·ε``), in
+    quadrature."""
     if problem.deadline_s is None:
         return 1.0
     slack = problem.deadline_s - problem.job_time_s(estimate.iter_mean_s)

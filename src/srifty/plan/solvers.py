@@ -84,19 +84,58 @@ def optimize(
         return SearchOutcome([], "exhaustive" if mode == "auto" else mode, 0)
     use = mode if mode != "auto" else ("exhaustive" if size <= max_sim_calls else "ilp")
     if use == "exhaustive":
-        return SearchOutcome(exhaustive(problem, predictor), "exhaustive", size)
+        bounded = latency_ms if getattr(predictor, "name", "") == "srifty" else None
+        return SearchOutcome(exhaustive(problem, predictor, bounded), "exhaustive", size)
     scored, n_ilp = anchor_ilp(problem, predictor, latency_ms)
     return SearchOutcome(scored, "ilp", size, n_ilp)
 
 
-def exhaustive(problem: PlanProblem, predictor: Predictor) -> list[Scored]:
-    """Evaluate every configuration in the pruned space (network queries first, in one batch, where the
-    predictor can)."""
+#: Feasible configurations the bounded exhaustive search keeps beating before it stops (the best and the
+#: alternatives ``srifty plan`` shows).
+KEEP_BEST = 6
+
+
+def exhaustive(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn | None = None) -> list[Scored]:
+    """Evaluate the pruned space (network queries first, in one batch, where the predictor can).
+
+    With ``latency_ms`` (srifty's predictor, whose iteration time is never below the slowest group's compute
+    latency), only the front is evaluated: configurations in order of a lower bound on the goal's expected
+    value (``N·max_g t_c(b_g) + overhead`` seconds, times the price per second for cost; spot losses and model
+    error only add to either), stopping once the bound passes the :data:`KEEP_BEST`-th best feasible value
+    found. The optimum is the same as evaluating everything; configurations that could not be among the best
+    are not predicted. Without it, every configuration is evaluated.
+    """
     configs = list(enumerate_configs(problem))
     prefetch = getattr(predictor, "prefetch", None)
-    if prefetch is not None:
+    if latency_ms is None:
+        if prefetch is not None:
+            prefetch(configs)
+        return [score(problem, config, predictor.predict(config)) for config in configs]
+    bounds = [goal_bound(problem, config, latency_ms) for config in configs]
+    order = sorted(range(len(configs)), key=lambda i: bounds[i])
+    if prefetch is not None:  # one bandwidth-model call: its fixed cost outweighs asking about a few too many
         prefetch(configs)
-    return [score(problem, config, predictor.predict(config)) for config in configs]
+    scored: list[Scored] = []
+    best: list[float] = []
+    for i in order:
+        if len(best) >= KEEP_BEST and bounds[i] > best[KEEP_BEST - 1]:
+            break
+        s = score(problem, configs[i], predictor.predict(configs[i]))
+        scored.append(s)
+        if s.feasible:
+            best = sorted([*best, s.time_s if problem.goal == "min_time" else s.cost_usd])[:KEEP_BEST]
+    return scored
+
+
+def goal_bound(problem: PlanProblem, config: Config, latency_ms: LatencyFn) -> float:
+    """A lower bound on ``config``'s expected job time (``min_time``) or cost (``min_cost``): compute alone,
+    the slowest group's latency, with nothing lost."""
+    cands = {(c.instance.name, c.market): c for c in problem.candidates}
+    slowest_ms = max(latency_ms(cands[(g.instance.name, g.market)], g.local_batch) for g in config.groups)
+    time_s = problem.job_time_s(slowest_ms / 1000.0)
+    if problem.goal == "min_time":
+        return time_s
+    return problem.cost_usd(problem.place(config).price_usd_per_hour(), time_s)
 
 
 def _largest_batch_within(batches: Sequence[int], latencies: Sequence[float], target_ms: float) -> int | None:

@@ -13,6 +13,7 @@ from srifty.catalog import load_catalog
 from srifty.errors import SpecError
 from srifty.plan.api import plan_job, require_global_batch, spec_area, spec_config
 from srifty.plan.result import PLAN_KIND, PLAN_SCHEMA_VERSION, Plan
+from srifty.plan.spot_policy import policy_for, scored_config
 from srifty.runtime.controller import Controller
 from srifty.runtime.local import (
     Fault,
@@ -24,6 +25,7 @@ from srifty.runtime.local import (
     rank_layout,
 )
 from srifty.spec import JobSpec, load_spec
+from srifty.spot.policy import SriftyPolicy
 from srifty.vocab import Config, parse_config
 
 
@@ -55,6 +57,24 @@ def config_from_plan(plan_path: Path, spec_path: Path, spec: JobSpec) -> tuple[C
     return config, float(best["iter_mean_s"])
 
 
+def spot_policy_for(spec: JobSpec, config: Config, plan: Plan | None = None) -> SriftyPolicy | None:
+    """srifty's spot policy for running ``config`` (``None`` without spot VMs): from the plan that chose it, or
+    from the configuration scored as ``srifty plan`` would (a plan file or ``--config``)."""
+    if not any(g.market == "spot" for g in config.groups):
+        return None
+    if plan is not None and plan.best is not None and plan.best.config.key == config.key:
+        return policy_for(plan.problem, plan.best)
+    return policy_for(*scored_config(spec, config))
+
+
+def checkpoint_every(spec: JobSpec, iter_s: float | None, policy: SriftyPolicy | None) -> int:
+    """Iterations between checkpoints: the spot policy's interval (Daly, from the loss rate) where there is one,
+    else Young's rule with an hour between losses (:func:`~srifty.runtime.local.checkpoint_interval_iters`)."""
+    if policy is not None and iter_s:
+        return max(1, round(policy.checkpoint_interval_s / iter_s))
+    return checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_s or 1.0)
+
+
 def plan_remaining(remaining: JobSpec) -> Plan:
     """Re-plan what is left of a job (same model, profiles and bandwidth model as the original spec)."""
     return plan_job(remaining)[0]
@@ -84,6 +104,7 @@ def run_local_job(
     spec_file = Path(spec_path)
     spec = load_spec(spec_file)
     iter_s: float | None = None
+    plan: Plan | None = None
     if config_text is not None:
         try:
             config = spec_config(config_text, spec, load_catalog())
@@ -100,8 +121,9 @@ def run_local_job(
     check_faults(faults, len(rank_layout(config)), spec.iterations)
     out = Path(run_dir)
     out.mkdir(parents=True, exist_ok=True)
-    every = ckpt_every or checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_s or 1.0)
-    controller = Controller(spec, config, plan_remaining, make_log(out))
+    policy = spot_policy_for(spec, config, plan)
+    every = ckpt_every or checkpoint_every(spec, iter_s, policy)
+    controller = Controller(spec, config, plan_remaining, make_log(out), policy=policy)
     runner = LocalRunner(controller, train_command, out, faults, hang_timeout_s, every, report=report)
     outcome = runner.run()
     summary = {"iterations": outcome.iterations, "launches": outcome.launches, "configs": outcome.configs}

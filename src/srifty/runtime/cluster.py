@@ -455,7 +455,7 @@ class ClusterRunner:
 
     def _must_relaunch(self, launch: _Launch) -> bool:
         """Whether the controller moved the job off ``launch``: another configuration, or a host set aside."""
-        if self.controller.config.notation() != launch.config.notation():
+        if self.controller.config.tagged() != launch.config.tagged():  # markets too: a fall back to on-demand
             return True
         return any(h.address in self.controller.set_aside for h in launch.hosts)
 

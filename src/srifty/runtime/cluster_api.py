@@ -16,7 +16,7 @@ from srifty.checkpoints import check_location, read_latest
 from srifty.errors import SpecError
 from srifty.plan.api import plan_job, require_global_batch, spec_area, spec_config
 from srifty.processes import describe, is_alive
-from srifty.runtime.api import config_from_plan, plan_remaining
+from srifty.runtime.api import checkpoint_every, config_from_plan, plan_remaining, spot_policy_for
 from srifty.runtime.cluster import (
     RUN_STATE_KIND,
     RUN_STATE_VERSION,
@@ -32,7 +32,7 @@ from srifty.runtime.cpu_quota import remove_groups_of, unavailable
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.hosts import Host, assign_hosts, inventory, load_hostfile, parse_hostfile
 from srifty.runtime.launchers import Launcher
-from srifty.runtime.local import RunOutcome, checkpoint_interval_iters, make_log
+from srifty.runtime.local import RunOutcome, make_log
 from srifty.runtime.progress import DEFAULT_WINDOW_S
 from srifty.spec import CandidateSpec, JobSpec, load_spec
 from srifty.vocab import Config, parse_config
@@ -203,7 +203,8 @@ def run_cluster_job(
         )
     check_reachable(hosts, launcher, 15.0)
     out.mkdir(parents=True, exist_ok=True)
-    every = ckpt_every or checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_s or 1.0)
+    policy = spot_policy_for(host_spec, config)
+    every = ckpt_every or checkpoint_every(spec, iter_s, policy)
     options = ClusterOptions(
         ckpt_dir=ckpt_dir or str(out / "checkpoints"),
         ckpt_every=every,
@@ -215,7 +216,13 @@ def run_cluster_job(
         forward_env=tuple(forward_env),
     )
     controller = Controller(
-        host_spec, config, plan_remaining, make_log(out), window_s=options.window_s, quotas=inventory(hosts)
+        host_spec,
+        config,
+        plan_remaining,
+        make_log(out),
+        window_s=options.window_s,
+        quotas=inventory(hosts),
+        policy=policy,
     )
     runner = ClusterRunner(controller, hosts, launcher, train_command, out, options, faults, inject, report=report)
     runner.setup = {

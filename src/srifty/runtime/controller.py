@@ -15,6 +15,11 @@ there. When the window says the deadline or budget will be missed, the controlle
 are slow (``find_slow``, from the workers' own compute times: :mod:`srifty.runtime.stragglers`); those are
 set aside like lost hosts before it re-plans. A re-plan that finds nothing better than the configuration
 already running keeps it (``keep``): relaunching the same VMs would only cost a restart.
+
+With a spot policy (:mod:`srifty.spot.policy`, the same object the trace replay of ``srifty eval spot``
+calls), every loss of spot VMs and every progress check on spot asks it whether to stay on spot or fall back
+to on-demand (``spot_policy`` decisions, logged with the view it saw and its reason). Staying on spot re-plans
+as above; falling back re-plans over on-demand VMs only, for the rest of the job.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from srifty.runtime.progress import DEFAULT_WINDOW_S, ProgressTracker
 from srifty.spec import CandidateSpec, JobSpec
 from srifty.units import usd_for
 from srifty.vocab import Config, ConfigGroup
+from srifty.vocab.spot_policy import SpotDecision, SpotPolicy, SpotView
 
 Replanner = Callable[[JobSpec], Plan]
 #: Hosts found slow: ``(address, instance type, market, why)``.
@@ -62,6 +68,7 @@ class Controller:
         quotas: hosts alive per ``(instance type, market)`` when running on a host file, else ``None``.
         first: the first decision to log (a resumed run's ``resume``; ``start`` by default).
         find_slow: on a host file, which hosts are slow now (asked before a deadline/budget re-plan).
+        policy: the spot policy asked on spot losses and progress checks (``None``: none).
     """
 
     def __init__(
@@ -75,6 +82,7 @@ class Controller:
         quotas: dict[tuple[str, str], int] | None = None,
         first: Decision | None = None,
         find_slow: SlowHostFinder | None = None,
+        policy: SpotPolicy | None = None,
     ) -> None:
         self.spec = spec
         self.config = config
@@ -92,6 +100,10 @@ class Controller:
         self._survivors: list[ConfigGroup] | None = None
         self.quotas = None if quotas is None else dict(quotas)
         self.find_slow = find_slow
+        self.policy = policy
+        #: Whether the policy has moved the job to on-demand VMs for good.
+        self.on_demand_only = False
+        self._policy_said = ""
         #: Hosts set aside as slow (addresses), in the order they were.
         self.set_aside: list[str] = []
         self._emit(
@@ -150,6 +162,9 @@ class Controller:
                     {"cost_usd": self.cost_so_far_usd(now_s), "elapsed_s": now_s - self.start_s},
                 )
             )
+        fallback = self._policy_fallback(now_s, "tick")
+        if fallback is not None:
+            return fallback
         projection = self.project(now_s)
         if projection is None or now_s < self._next_check_s:
             return None
@@ -196,8 +211,11 @@ class Controller:
             )
         )
         self._survivors = survivors
-        decision = self._replan(now_s, f"{instance_type} preempted", {}, force=True)
-        return decision
+        why = f"{instance_type} preempted"
+        if market == "spot" and self._ask_policy(now_s, "loss") == "on_demand":
+            self.on_demand_only = True
+            why += "; the spot policy falls back to on-demand"
+        return self._replan(now_s, why, {}, force=True)
 
     def on_hang(self, instance_type: str, market: str, now_s: float, detail: str) -> Decision:
         """A worker stopped making progress: treated as the preemption of its VM."""
@@ -243,7 +261,65 @@ class Controller:
             )
         )
         self._survivors = survivors
-        return self._replan(now_s, f"host(s) {addresses} {'slow' if slow else 'lost'}", {}, force=True)
+        why = f"host(s) {addresses} {'slow' if slow else 'lost'}"
+        if not slow and any(m == "spot" for _, _, m in lost) and self._ask_policy(now_s, "loss") == "on_demand":
+            self.on_demand_only = True
+            why += "; the spot policy falls back to on-demand"
+        return self._replan(now_s, why, {}, force=True)
+
+    # ---- the spot policy ---------------------------------------------------------------------------
+
+    def spot_view(self, now_s: float, event: str) -> SpotView:
+        """What the spot policy sees now (``event``: ``loss`` or ``tick``); spot capacity is not known in a
+        real run (a relaunch is simply tried)."""
+        on_spot = any(g.market == "spot" for g in self.config.groups)
+        return SpotView(
+            now_s=now_s - self.start_s,
+            deadline_s=self.spec.deadline_s,
+            budget_usd=self.spec.budget_usd,
+            spent_usd=self.cost_so_far_usd(now_s),
+            iterations_done=float(self.iteration),
+            iterations_total=self.spec.iterations,
+            mode="waiting" if event == "loss" else ("spot" if on_spot else "on_demand"),
+            event=event,  # type: ignore[arg-type]
+            spot_available=None,
+            next_ask_s=self._iteration_s(),
+            observed_iter_s=self._iteration_s() or None,
+        )
+
+    def _iteration_s(self) -> float:
+        """The last window's mean iteration time (the policy is asked again after the next iteration)."""
+        window = self.tracker.window()
+        return 0.0 if window is None else float(window.mean_iter_s)
+
+    def _ask_policy(self, now_s: float, event: str) -> str | None:
+        """The policy's action on spot (logged when it is asked after a loss, or when its answer changes)."""
+        if self.policy is None or self.on_demand_only:
+            return None
+        view = self.spot_view(now_s, event)
+        decision: SpotDecision = self.policy.decide(view)
+        if event == "loss" or decision.action != self._policy_said:
+            self._emit(
+                Decision(
+                    now_s,
+                    self.iteration,
+                    "spot_policy",
+                    f"{self.policy.name} policy: {decision.action} ({decision.reason})",
+                    self.config.notation(),
+                    {"action": decision.action, "policy": self.policy.name, "view": view.__dict__, **decision.details},
+                )
+            )
+        self._policy_said = decision.action
+        return decision.action
+
+    def _policy_fallback(self, now_s: float, event: str) -> Decision | None:
+        """While on spot, the policy's safety net: a switch to on-demand VMs when it says so."""
+        if self.policy is None or not any(g.market == "spot" for g in self.config.groups):
+            return None
+        if self._ask_policy(now_s, event) != "on_demand":
+            return None
+        self.on_demand_only = True
+        return self._replan(now_s, "the spot policy falls back to on-demand", {}, force=True)
 
     # ---- re-planning -------------------------------------------------------------------------------
 
@@ -276,6 +352,8 @@ class Controller:
             return None
         candidates = []
         for offer in offers:
+            if self.on_demand_only and offer.market == "spot":
+                continue  # the spot policy has fallen back to on-demand
             key = (offer.instance.name, offer.market)
             quota = running.get(key, 0) if key in self._banned else offer.quota
             if self.quotas is not None:

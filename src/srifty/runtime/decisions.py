@@ -22,6 +22,7 @@ Action = Literal[
     "host_lost",
     "slow_host",
     "no_alternative",
+    "spot_policy",
     "finish",
 ]
 

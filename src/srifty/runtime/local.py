@@ -321,15 +321,18 @@ class LocalRunner:
             configs.append(config.notation())
             layout = rank_layout(config)
             failed_rank: tuple[int, str] | None = None
+            switched = None  # a switch the controller decided while this launch ran (re-plan, spot policy)
             last_progress = self.now()
             started = False
-            while proc.poll() is None:
+            while proc.poll() is None and switched is None:
                 time.sleep(0.1)
                 lines, offset = self._progress_lines(offset)
                 for line in lines:
                     iteration = int(line["iteration"])  # type: ignore[call-overload]
                     if iteration > self.controller.iteration:
-                        self.controller.on_iteration(iteration, self.now())
+                        decision = self.controller.on_iteration(iteration, self.now())
+                        if decision is not None and decision.action == "switch" and switched is None:
+                            switched = decision
                         self.timeline.append(
                             {
                                 "time_s": round(self.now(), 3),
@@ -339,6 +342,8 @@ class LocalRunner:
                             }
                         )
                         last_progress = self.now()
+                if switched is not None:
+                    break
                 for fault in [f for f in self.faults if self.controller.iteration >= f.iteration]:
                     state = self._fire(fault, len(layout))
                     if state != "wait":
@@ -368,6 +373,11 @@ class LocalRunner:
                     self.controller.on_iteration(iteration, self.now())
             if proc.returncode == 0 and self.controller.iteration >= self.controller.spec.iterations:
                 break
+            if switched is not None:  # the launch was ended for the new configuration: resume from the checkpoint
+                self._resume_point()
+                self._event(switched.action, reason=switched.reason, config=switched.config)
+                config = self.controller.config
+                continue
             if failed_rank is None:
                 failed_rank = self._worker_failure()
             if failed_rank is None:

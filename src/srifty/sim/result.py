@@ -22,8 +22,9 @@ class SimResult:
         estimated_profiles: whether any profile used was estimated rather than measured.
         iteration_model: how backward and communication were combined: measured interference, or perfect
             overlap and why.
-        iter_mean_error_s: standard deviation of the *mean* iteration time due to estimated profiles (their
-            calibrated expected error on the compute share): a systematic error, 0 when all are measured.
+        iter_mean_error_s: standard deviation of the *mean* iteration time due to model error (the profiles'
+            expected errors on the compute share, the bandwidth model's held-out error on communication): a
+            systematic error, the same in every iteration.
         parallelism: ``ddp``, ``fsdp`` or ``hsdp`` (for a sharded one, ``pe_mean_s`` is the last collective's
             end from the start of backward and ``n_transfers`` counts its collectives).
     """

@@ -13,11 +13,13 @@ piecewise-linear function of ``t_bwd``; it is simulated at three values of ``t_b
 interpolated, and cached by (slowest type, its batch, world size, VM count, types present), so the
 planner can call the simulator tens of thousands of times.
 
-Estimated profiles: a profile estimated for a GPU nobody measured carries its expected error (the
-calibration's leave-one-model-out error, :attr:`Profile.expected_error`). That error is systematic, the
-same in every iteration, so it is not added to the per-iteration spread: the result carries it as
-``iter_mean_error_s`` (the largest expected error of the configuration's profiles, times the compute share
-of the iteration, times the mean) and the p5/p95 are widened by it in quadrature.
+Model error: every profile carries its expected error (an estimate: the calibration's leave-one-model-out
+error; a measurement: its latency model's held-out error at unprobed batches, :attr:`Profile.expected_error`),
+and the bandwidth model its held-out error per fabric (below). Both are systematic, the same in every
+iteration, so they are not added to the per-iteration spread: the result carries them as
+``iter_mean_error_s`` (in quadrature: the largest expected error of the configuration's profiles times the
+compute share of the iteration times the mean, and the communication's, see :func:`_comm_error_s`) and the
+p5/p95 are widened by it in quadrature.
 
 Network uncertainty: where the bandwidth model knows how far off it tends to be for the configuration
 (quantiles of held-out ``log(true / predicted)`` bus bandwidth, see :func:`~srifty.sim.netquery.spread_many`),
@@ -45,7 +47,7 @@ All randomness comes from the ``numpy.random.Generator`` passed in; nothing read
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -312,12 +314,19 @@ class Simulator:
             t_pe = factor * _pe_at(t_bwd / factor, grid, pe_grid)
             t_end = np.maximum(t_bwd, t_pe)
             model = _why_perfect(slow_profile, self.options.interference, n_transfers)
+
+            def end_at(f: NDArray[np.float64]) -> NDArray[np.float64]:
+                return np.maximum(t_bwd, f * _pe_at(t_bwd / f, grid, pe_grid))
         else:
             curve = self._overlap_curve(
                 config, slowest.instance, slow_profile, interference.factors(), slow_compute.bwd_ms, cv, spread
             )
             t_end, t_pe = curve.at(t_bwd, factor)
             model = f"measured interference ({slow_profile.device.label}): {interference.summary()}"
+
+            def end_at(f: NDArray[np.float64]) -> NDArray[np.float64]:
+                return curve.at(t_bwd, f)[0]
+
         t_iter = t_fw + t_end + t_step
         ordered = np.sort(t_iter)
         mean = float(ordered.sum()) / iters
@@ -326,8 +335,12 @@ class Simulator:
         group_profiles = [self.profile_for(g.instance) for g in groups]
         estimated = any(p.is_estimate for p in group_profiles)
         compute_mean = float((t_fw + t_bwd + t_step).sum()) / iters
-        error_rel = max(p.expected_error for p in group_profiles) * min(compute_mean / max(mean, 1e-12), 1.0)
-        p5, p95 = (_widened(q, mean, error_rel * mean, z) for q, z in ((p5, -Z_90), (p95, Z_90)))
+        compute_error_s = (
+            max(p.expected_error for p in group_profiles) * min(compute_mean / max(mean, 1e-12), 1.0) * mean
+        )
+        comm_error_s = _comm_error_s(spread, factor, end_at, t_fw, t_step)
+        error_s = float(np.hypot(compute_error_s, comm_error_s))
+        p5, p95 = (_widened(q, mean, error_s, z) for q, z in ((p5, -Z_90), (p95, Z_90)))
         return SimResult(
             config=config.notation(),
             world_size=config.world_size,
@@ -348,7 +361,7 @@ class Simulator:
             n_transfers=n_transfers,
             slowest_group=slowest.notation(),
             estimated_profiles=estimated,
-            iter_mean_error_s=error_rel * mean,
+            iter_mean_error_s=error_s,
             iteration_model=model,
         )
 
@@ -435,7 +448,38 @@ def _why_perfect(profile: Profile, enabled: bool, n_transfers: int) -> str:
     return f"perfect overlap, max(t_bwd, t_pe) ({why})"
 
 
+#: Interquartile range of a standard normal.
+IQR_PER_SIGMA = 1.349
+#: The largest systematic network error (1σ of log busbw): the bandwidth model's leave-one-fabric-out MAPE
+#: (41.3 %, BENCHMARKS.md "Bus-bandwidth model accuracy", pooled rows above the MTU) times √(π/2).
+NET_ERROR_CAP = 0.518
+
 _PeCurve = tuple[NDArray[np.float64], NDArray[np.float64], float, int, NDArray[np.float64] | None]
+
+
+def _comm_error_s(
+    log_factors: NDArray[np.float64] | None,
+    factor: NDArray[np.float64],
+    end_at: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    t_fw: NDArray[np.float64],
+    t_step: NDArray[np.float64],
+) -> float:
+    """The bandwidth model's systematic error on the mean iteration time (s, 1σ).
+
+    The per-iteration factors average out over a job, but the model's error for a fabric is the same in
+    every iteration: the mean iteration time is recomputed with every communication time ``e^{±s}`` times
+    longer (``end_at``: when backward and the exchange both end, at per-iteration factors), and half the
+    difference is its standard deviation. ``s`` is the held-out log error's standard
+    deviation read robustly off the same quantiles (interquartile range / 1.349), at most
+    :data:`NET_ERROR_CAP`: the tails of the residuals mix message sizes whose errors partly cancel over an
+    iteration's buckets. 0 where the model gives no spread (alpha-beta, Paleo).
+    """
+    if log_factors is None:
+        return 0.0
+    q25, q75 = np.interp([0.25, 0.75], SPREAD_LEVELS, log_factors)
+    s = min(abs(float(q75 - q25)) / IQR_PER_SIGMA, NET_ERROR_CAP)
+    means = [float((t_fw + end_at(f) + t_step).mean()) for f in (factor * np.exp(s), factor * np.exp(-s))]
+    return abs(means[0] - means[1]) / 2.0
 
 
 def _widened(quantile: float, mean: float, error_s: float, z: float) -> float:

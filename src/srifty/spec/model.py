@@ -1,7 +1,8 @@
 """The job spec: what the user asks for. Validated at the edge; unknown keys are rejected.
 
 A spec says which model to train, with what global batch and for how many iterations, what to optimise
-(``min_time`` or ``min_cost``) under which deadline and budget, and which instance types (with market and
+(``min_time`` or ``min_cost``) under which deadline and budget (each to be met with probability
+``confidence``), and which instance types (with market and
 quota) may be rented: a list of candidates, or ``candidates: auto`` (the default) for every GPU type of the
 bundled catalog in the chosen clouds and regions, narrowed by ``filter`` and capped by ``default_quota`` and
 ``quota``. Units are in the field names.
@@ -73,6 +74,8 @@ DEFAULT_TIME_TOLERANCE = 0.03
 # Paper (section "Continual Optimization", evaluation): EC2 launch expected 150 s, EBS detach 5 s.
 DEFAULT_VM_LAUNCH_S = 150.0
 DEFAULT_CHECKPOINT_RESTORE_S = 5.0
+#: The probability with which a plan must meet its deadline and its budget, unless the spec says otherwise.
+DEFAULT_CONFIDENCE = 0.9
 
 
 class _Strict(BaseModel):
@@ -174,6 +177,7 @@ class JobSpec(_Strict):
     time_tolerance: float | None = Field(default=None, ge=0.0, le=1.0)
     deadline_s: PositiveFloat | None = None
     budget_usd: PositiveFloat | None = None
+    confidence: float = Field(default=DEFAULT_CONFIDENCE, ge=0.5, lt=1.0)
     cloud: Cloud = "aws"
     clouds: tuple[Cloud, ...] = ()
     region: str | None = Field(default=None, min_length=1)
@@ -185,6 +189,7 @@ class JobSpec(_Strict):
     filter: CandidateFilter = CandidateFilter()
     overheads: OverheadSpec = OverheadSpec()
     network_model: Path | None = None
+    spot_model: Path | None = None
     seed: int = 0
     emulation: ScenarioSpec | None = None
     parallelism: Parallelism = "auto"
@@ -273,8 +278,15 @@ class JobSpec(_Strict):
         net = self.network_model
         if net is not None and not net.is_absolute():
             net = base / net
+        spot = self.spot_model
+        if spot is not None and not spot.is_absolute():
+            spot = base / spot
         return self.model_copy(
-            update={"model": self.model.model_copy(update={"profiles": profiles}), "network_model": net}
+            update={
+                "model": self.model.model_copy(update={"profiles": profiles}),
+                "network_model": net,
+                "spot_model": spot,
+            }
         )
 
 
@@ -297,6 +309,8 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "time_tolerance": "a fraction from 0 to 1 (0.03: the cheapest configuration within 3 % of the fastest job time)",
     "deadline_s": "a positive number of seconds, or absent",
     "budget_usd": "a positive number of US dollars, or absent",
+    "confidence": "a probability from 0.5 up to (not including) 1, e.g. 0.9: how sure the plan must be to meet the "
+    "deadline and the budget",
     "cloud": "one of 'aws', 'gcp', 'azure'",
     "clouds": "a list of clouds among 'aws', 'gcp', 'azure'",
     "region": "a region name such as us-east-1",
@@ -319,6 +333,7 @@ FIELD_EXPECTATIONS: dict[str, str] = {
     "overheads.vm_launch_s": "a number of seconds >= 0",
     "overheads.checkpoint_restore_s": "a number of seconds >= 0",
     "network_model": "a path to a bandwidth model file",
+    "spot_model": "a path to a spot model file (`srifty fit-spot`)",
     "seed": "an integer",
     "emulation": "a mapping with seed, start_config, preemptions, spot_process, checkpoint_every",
     "emulation.seed": "an integer",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -144,10 +144,19 @@ class SpotModel:
     traces: tuple[TraceRecord, ...]
     entries: tuple[SpotEntry, ...]
     created_by: str = ""
+    _answers: dict[tuple[str, str | None, str | None], SpotFigures] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def figures_for(self, instance_type: str, zone: str | None = None, region: str | None = None) -> SpotFigures:
         """Figures for ``instance_type`` in ``zone`` of ``region``, from the most specific level that has them
-        (zone, region, type, prior)."""
+        (zone, region, type, prior); remembered, since a planner asks about the same few many times."""
+        key = (instance_type, zone, region)
+        if key not in self._answers:
+            self._answers[key] = self._find(instance_type, zone, region)
+        return self._answers[key]
+
+    def _find(self, instance_type: str, zone: str | None, region: str | None) -> SpotFigures:
         for level in ("zone", "region", "type"):
             for entry in self.entries:
                 if entry.level != level or entry.instance_type != instance_type:

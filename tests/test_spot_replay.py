@@ -1,0 +1,214 @@
+"""Spot policies and the judge's trace replay (`srifty eval spot`): decisions, losses, rollbacks, costs, the
+oracle's bound, the JSON schema, and bad trace files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srifty.catalog import load_catalog
+from srifty.evaluate.spot_replay import (
+    ReplayJob,
+    oracle_run,
+    replay,
+    spot_vms_held,
+    start_times_s,
+    summarise,
+)
+from srifty.spot.policy import JobPace, OnDemandOnly, SpotRestart, SriftyPolicy, UniformProgress
+from srifty.vocab import Config, ConfigGroup
+from srifty.vocab.spot_policy import SpotView
+from srifty.vocab.spot_trace import SpotTrace
+
+P3 = load_catalog().get("p3.2xlarge", "us-west-2")
+ZONE = "usw2-az1"
+LAUNCH_S, RESTORE_S = 100.0, 5.0
+
+
+def trace(held: list[int], gap_s: float = 60.0) -> SpotTrace:
+    return SpotTrace("t/made-up.json", "p3.2xlarge", "aws", "us-west-2c", "us-west-2", gap_s, tuple(held), "0" * 64)
+
+
+def job(iterations: int = 1000, deadline_s: float | None = None, n: int = 2, iter_s: float = 1.0) -> ReplayJob:
+    spot = Config((ConfigGroup(P3, n, 32, "spot"),), ZONE)
+    on_demand = Config((ConfigGroup(P3, n, 32, "on_demand"),))
+    return ReplayJob(
+        iterations,
+        deadline_s,
+        None,
+        spot,
+        on_demand,
+        None,
+        {"spot": iter_s, "on_demand": iter_s},
+        RESTORE_S,
+        RESTORE_S,
+        lambda rng: LAUNCH_S,
+    )
+
+
+def launch_rng(k: int) -> np.random.Generator:
+    return np.random.default_rng(k)
+
+
+PACE = JobPace(1.0, 1.0, LAUNCH_S + RESTORE_S, 0.05)
+NO_CHECKPOINT_S = 1e9
+
+
+def test_nothing_lost_on_a_full_trace() -> None:
+    j = job()
+    run = replay(j, trace([2] * 200), 0.0, SpotRestart(checkpoint_interval_s=NO_CHECKPOINT_S), launch_rng)
+    assert run.finish_s == pytest.approx(LAUNCH_S + RESTORE_S + 1000.0)
+    assert run.cost_usd == pytest.approx(run.finish_s * j.price_per_s("spot")) and run.losses == 0
+
+
+def test_a_loss_rolls_back_to_the_checkpoint_and_waits_for_capacity() -> None:
+    held = [2] * 10 + [1] * 5 + [2] * 200  # at 600 s one of two VMs goes, back at 900 s
+    policy = SpotRestart(checkpoint_interval_s=200.0)
+    run = replay(job(), trace(held), 0.0, policy, launch_rng)
+    assert run.losses == 1
+    # trained 495 s by 600 s: saved at two checkpoints (400 iterations); 300 s waiting; launch, restore, the rest
+    cycles_before = 2
+    saved = cycles_before * 200.0
+    rest = 1000.0 - saved
+    expected = 900.0 + LAUNCH_S + RESTORE_S + rest + math.floor(rest / 200.0) * RESTORE_S
+    assert run.finish_s == pytest.approx(expected)
+    assert [d[1] for d in run.decisions] == ["spot"]
+
+
+def test_on_demand_is_never_lost_and_costs_more() -> None:
+    held = [2] * 10 + [0] * 50 + [2] * 200
+    spot = replay(job(), trace(held), 0.0, SpotRestart(), launch_rng)
+    on_demand = replay(job(), trace(held), 0.0, OnDemandOnly(), launch_rng)
+    assert on_demand.losses == 0 and spot.losses == 1
+    assert on_demand.finish_s < spot.finish_s and on_demand.cost_usd > spot.cost_usd
+
+
+def test_srifty_falls_back_when_the_slack_runs_out_and_keeps_the_deadline() -> None:
+    held = [2] * 10 + [0] * 100 + [2] * 200  # capacity away for 100 minutes
+    deadline = 2000.0
+    srifty = replay(job(deadline_s=deadline), trace(held), 0.0, SriftyPolicy(PACE, 0.9), launch_rng)
+    restart = replay(job(deadline_s=deadline), trace(held), 0.0, SpotRestart(), launch_rng)
+    assert srifty.deadline_met and not restart.deadline_met
+    assert [d[1] for d in srifty.decisions] == ["spot", "on_demand"]
+    assert "safety net" in srifty.decisions[-1][2]
+
+
+def test_uniform_progress_goes_on_demand_behind_its_line() -> None:
+    held = [2] * 10 + [0] * 100 + [2] * 200
+    run = replay(job(deadline_s=3000.0), trace(held), 0.0, UniformProgress(PACE), launch_rng)
+    assert run.deadline_met and "on_demand" in [d[1] for d in run.decisions]
+    assert "uniform-progress line" in next(d[2] for d in run.decisions if d[1] == "on_demand")
+
+
+def test_the_srifty_policy_decides_from_slack() -> None:
+    policy = SriftyPolicy(PACE, 0.9, events_per_s=1 / 3600, event_cost_s=600.0)
+
+    def view(now: float, done: float, mode: str = "spot", available: bool | None = True) -> SpotView:
+        return SpotView(now, 2000.0, None, 0.0, done, 1000, mode, "tick", available)  # type: ignore[arg-type]
+
+    assert policy.decide(view(0.0, 0)).action == "spot"
+    assert policy.decide(view(900.0, 0)).action == "on_demand"  # 1100 s left, needs 105 + 1000 + margin
+    # 600 s left, on-demand needs 400 s and a margin: 174 s of slack, less than the 343 s going back would need
+    assert policy.decide(view(1400.0, 600, "on_demand")).action == "on_demand"
+    assert policy.decide(view(100.0, 600, "on_demand")).action == "spot"  # capacity back, plenty of slack
+    assert policy.decide(view(100.0, 600, "on_demand", available=False)).action == "on_demand"
+    no_deadline = SpotView(0.0, None, None, 0.0, 0, 1000, "waiting", "loss", False)
+    assert policy.decide(no_deadline).action == "spot"
+
+
+def test_more_spot_vms_than_the_trace_held_scale_with_it() -> None:
+    t = trace([4, 3, 2, 4])
+    assert spot_vms_held(t, 2, 0.0) and spot_vms_held(t, 2, 120.0) and not spot_vms_held(t, 3, 120.0)
+    assert spot_vms_held(t, 8, 0.0) and not spot_vms_held(t, 8, 60.0)  # 8 x 3/4 = 6 of 8
+    assert spot_vms_held(t, 2, 240.0)  # the trace repeats
+
+
+def test_start_times_spread_over_every_trace() -> None:
+    a, b = trace([1] * 100), trace([1] * 50)
+    starts = start_times_s([a, b], 5, np.random.default_rng(0))
+    assert [t.span_s for t, _ in starts].count(a.span_s) == 3 and len(starts) == 5
+    assert all(0 <= s < t.span_s for t, s in starts)
+
+
+def test_summary_has_the_issues_schema() -> None:
+    runs = [replay(job(deadline_s=2000.0), trace([2] * 100), 0.0, SpotRestart(), launch_rng)]
+    summary = summarise(runs)
+    assert set(summary) == {
+        "deadline_met_fraction",
+        "budget_met_fraction",
+        "cost_usd_mean",
+        "cost_usd_p95",
+        "finish_s_p95",
+        "losses_mean",
+        "runs",
+    }
+    assert summary["deadline_met_fraction"] == 1.0 and summary["budget_met_fraction"] is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 2), min_size=5, max_size=60),
+    st.sampled_from(["srifty", "uniform_progress", "spot_restart", "on_demand"]),
+    st.floats(1200.0, 6000.0),
+)
+def test_the_oracle_costs_no_more_than_any_policy_that_meets_the_deadline(
+    held: list[int], name: str, deadline: float
+) -> None:
+    policy = {
+        "srifty": SriftyPolicy(PACE, 0.9),
+        "uniform_progress": UniformProgress(PACE),
+        "spot_restart": SpotRestart(),
+        "on_demand": OnDemandOnly(),
+    }[name]
+    t = trace([*held, 2])
+    j = job(deadline_s=deadline)
+    run = replay(j, t, 0.0, policy, launch_rng)
+    oracle = oracle_run(j, t, 0.0)
+    assert oracle.deadline_met
+    if run.deadline_met:
+        assert oracle.cost_usd <= run.cost_usd + 1e-9
+
+
+def write_trace(folder: Path, name: str, body: object) -> Path:
+    path = folder / name
+    path.write_text(json.dumps(body))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"metadata": {"gap_seconds": 60}}, "`data`"),
+        ({"metadata": {"gap_seconds": 60}, "data": [2, -1]}, "`data[1]`"),
+        ({"metadata": {"gap_seconds": 60}, "data": []}, "`data`"),
+        ({"metadata": {"gap_seconds": "x"}, "data": [1]}, "`metadata.gap_seconds`"),
+    ],
+)
+def test_eval_spot_refuses_bad_traces_before_anything_runs(cli, tmp_path: Path, body: object, field: str) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import EXAMPLES
+
+    bad = write_trace(tmp_path, "us-west-2c_v100_1.json", body)
+    code, _, err = cli("eval", "spot", str(EXAMPLES / "spot-resnet50-tight.yaml"), "--trace", str(bad))
+    assert code == 2 and str(bad) in err and field in err and "Traceback" not in err
+
+
+def test_eval_spot_refuses_an_instance_type_the_catalog_lacks(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import EXAMPLES
+
+    path = write_trace(tmp_path, "us-east-1b_intel_64.json", {"metadata": {"gap_seconds": 34}, "data": [1, 0, 1]})
+    code, _, err = cli("eval", "spot", str(EXAMPLES / "spot-resnet50-tight.yaml"), "--trace", str(path))
+    assert code == 2 and "intel_64" in err and "FILE=INSTANCE_TYPE" in err
+
+
+def test_the_policy_falls_back_at_the_loss_when_the_deadline_leaves_no_room() -> None:
+    """The other branch, decided on the same view by the same objects (no run needed: the view is the input)."""
+    policy = SriftyPolicy(JobPace(0.5, 0.5, 2.0, 0.05), 0.9)
+    tight = SpotView(20.0, 25.0, None, 0.0, 10.0, 30, "waiting", "loss", None)
+    roomy = SpotView(20.0, 3600.0, None, 0.0, 10.0, 30, "waiting", "loss", None)
+    assert policy.decide(tight).action == "on_demand" and policy.decide(roomy).action == "spot"
