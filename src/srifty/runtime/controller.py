@@ -103,7 +103,8 @@ class Controller:
         self.policy = policy
         #: Whether the policy has moved the job to on-demand VMs for good.
         self.on_demand_only = False
-        self._policy_said = ""
+        # The job starts on its planned markets: only a change of the policy's answer is logged at a check.
+        self._policy_said = "spot" if any(g.market == "spot" for g in config.groups) else "on_demand"
         #: Hosts set aside as slow (addresses), in the order they were.
         self.set_aside: list[str] = []
         self._emit(
