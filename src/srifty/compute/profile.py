@@ -45,8 +45,8 @@ Phase = Literal["fw", "bw", "step", "iter"]
 
 
 #: 1σ relative error of a measured profile's mean iteration time at unprobed batches, from the held-out MAPE of
-#: BENCHMARKS.md's "Compute latency model accuracy" (H200 curves 6.3 %, CPUs 5.6 %) times √(π/2).
-MEASURED_ERROR_GPU = 0.079
+#: BENCHMARKS.md's "Compute latency model accuracy" (H200 curves 3.4 %, CPUs 5.6 %, at 1081475) times √(π/2).
+MEASURED_ERROR_GPU = 0.043
 MEASURED_ERROR_CPU = 0.070
 
 
@@ -235,8 +235,8 @@ class Profile:
         An estimate carries its calibrated error (the calibration's leave-one-model-out error; 0 where the
         method has none on record). A measurement is not exact either: its latency model is read at batches
         that were not probed, where BENCHMARKS.md ("Compute latency model accuracy") measured a held-out
-        iteration MAPE of 6.3 % on the H200's curves and 5.6 % on this project's CPUs; for a normal error
-        MAPE = σ·√(2/π), so σ = 7.9 % (GPU) and 7.0 % (CPU) (:data:`MEASURED_ERROR_GPU`,
+        iteration MAPE of 3.4 % on the H200's curves and 5.6 % on this project's CPUs; for a normal error
+        MAPE = σ·√(2/π), so σ = 4.3 % (GPU) and 7.0 % (CPU) (:data:`MEASURED_ERROR_GPU`,
         :data:`MEASURED_ERROR_CPU`).
         """
         if self.estimated_from is None and self.estimate is None:
