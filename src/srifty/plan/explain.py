@@ -37,7 +37,7 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
     on_time = [s for s in scored if "deadline" not in s.violations]
     in_budget = [s for s in scored if "budget" not in s.violations]
     if deadline is not None and not on_time:
-        likeliest = max(scored, key=lambda s: (s.p_meet_deadline or 0.0, -s.time_s))
+        likeliest = max(scored, key=lambda s: (round(s.p_meet_deadline or 0.0, 3), -s.time_s))
         quota_hint = ", ".join(f"the {name} quota" for name in _at_quota(batch, likeliest))
         raise_what = f"raise the deadline or {quota_hint}" if quota_hint else "raise the deadline"
         return Infeasibility(
@@ -49,7 +49,7 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
             likeliest,
         )
     if budget is not None and not in_budget:
-        likeliest = max(scored, key=lambda s: (s.p_meet_budget or 0.0, -s.cost_usd))
+        likeliest = max(scored, key=lambda s: (round(s.p_meet_budget or 0.0, 3), -s.cost_usd))
         return Infeasibility(
             "budget",
             f"P(budget) binds: the configuration likeliest to stay within the budget ({likeliest.config}) does "
