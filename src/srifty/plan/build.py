@@ -98,6 +98,11 @@ def build_problems(
     chosen = tuple(offers) if offers is not None else expand_offers(spec, catalog)
     shapes: dict[InstanceType, tuple[tuple[int, ...], int, int, str]] = {}
     problems = []
+    fallbacks: dict[tuple[str, str], dict[str, int]] = {}  # per (cloud, region): on-demand quota per type
+    for offer in chosen:
+        if offer.market == "on_demand" and offer.instance.has_on_demand:
+            area = fallbacks.setdefault((offer.instance.cloud, offer.instance.region), {})
+            area[offer.instance.name] = area.get(offer.instance.name, 0) + offer.quota
     for placement, priced, requires_spot in placements(chosen, spec.zones):
         candidates = []
         for offer, price in priced:
@@ -123,6 +128,7 @@ def build_problems(
                 spot=spot,
                 vm_launch_s=spec.overheads.vm_launch_s,
                 checkpoint_restore_s=spec.overheads.checkpoint_restore_s,
+                on_demand_quotas=tuple(sorted(fallbacks.get((placement.cloud, placement.region), {}).items())),
             )
         )
     return tuple(problems)

@@ -95,6 +95,8 @@ class PlanProblem:
         confidence: the probability with which the deadline and the budget must each hold.
         spot: the spot model spot VMs are judged by (``None``: spot VMs are taken never to be lost).
         vm_launch_s, checkpoint_restore_s: the spec's overheads (``overhead_s`` is their sum).
+        on_demand_quotas: on-demand VMs the spec offers per type anywhere in the region, ``(type, quota)``: what
+            an on-demand fallback may use (it needs no zone).
     """
 
     candidates: tuple[Candidate, ...]
@@ -110,6 +112,7 @@ class PlanProblem:
     spot: SpotModel | None = None
     vm_launch_s: float = 150.0
     checkpoint_restore_s: float = 5.0
+    on_demand_quotas: tuple[tuple[str, int], ...] = ()
 
     def place(self, config: Config) -> Config:
         """``config`` placed in this problem's zone (configurations built from its candidates run there)."""

@@ -236,21 +236,24 @@ def _mixture_quantile(
 
 
 def on_demand_twin(problem: PlanProblem, config: Config) -> Config | None:
-    """The same groups on on-demand VMs in the same place, where the problem offers them with the quota
-    (merging a type's spot and on-demand groups); ``None`` otherwise."""
-    offered = {(c.instance.name, c.market): c for c in problem.candidates}
+    """The same groups on on-demand VMs (a type's spot and on-demand groups merged), where the spec offers that
+    many on-demand VMs of each type in the region (an on-demand configuration needs no zone); ``None``
+    otherwise."""
+    quotas = dict(problem.on_demand_quotas)
+    for c in problem.candidates:
+        if c.market == "on_demand":
+            quotas[c.instance.name] = max(quotas.get(c.instance.name, 0), c.quota)
     counts: dict[str, int] = {}
     for g in config.groups:
         counts[g.instance.name] = counts.get(g.instance.name, 0) + g.count
     groups: dict[str, ConfigGroup] = {}
     for g in config.groups:
-        cand = offered.get((g.instance.name, "on_demand"))
-        if cand is None or cand.quota < counts[g.instance.name]:
+        if quotas.get(g.instance.name, 0) < counts[g.instance.name] or not g.instance.has_on_demand:
             return None
         if g.instance.name in groups and groups[g.instance.name].local_batch != g.local_batch:
             return None  # one type at two batches: not one on-demand group
         groups[g.instance.name] = ConfigGroup(g.instance, counts[g.instance.name], g.local_batch, "on_demand")
-    return Config(tuple(groups.values()), config.zone)
+    return Config(tuple(groups.values()), None)
 
 
 def core_config(problem: PlanProblem, config: Config) -> Config | None:
