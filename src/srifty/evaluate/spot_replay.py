@@ -261,7 +261,8 @@ def replay(
             if s.running == "spot":
                 s.base, s.running = progress(s.t)[1], None
             s.pending = None
-            s.mode = "waiting"
+            if s.running is None:  # a spot launch beside the core (or the fallback) fails: they keep training
+                s.mode = "waiting"
             decision = ask("loss")
             record.at_losses.append((s.t, s.base, decision.action))
         else:
