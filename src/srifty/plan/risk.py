@@ -19,7 +19,8 @@ on on-demand VMs, where the spec offers them), srifty's policy switches to it wh
 more room than the fallback needs at the stated confidence (``z·σ``): an outcome past ``deadline − z·σ``
 ends there instead, having run on spot until the switch (``t_s``, where the remaining work at the spot
 path's pace just fits on on-demand) and on on-demand after it. Costs follow each outcome's markets and
-times.
+times; nothing is billed while spot capacity is away and no VM is held (each outcome's delay is billed but
+for its expected idle share).
 
 ``P(deadline) = Σ_j w_j Φ((deadline − T_j)/σ)``, ``P(budget)`` likewise on the costs; expected time and
 cost are the weighted means (the goal ranks on them); p95s are quantiles of the same mixture. Closed forms: a few
@@ -136,11 +137,16 @@ def assess(problem: PlanProblem, config: Config, estimate: Estimate) -> Risk:
     delay = spot_delay(process, run_s, estimate.iter_mean_s, problem.vm_launch_s, problem.checkpoint_restore_s, core)
     delays, weights = delay_nodes(delay, process)
     times = base + delays
-    costs = times * price
+    # While capacity is away no spot VM is held, and nothing is billed: each outcome's random delay is billed
+    # but for the expected idle share of it.
+    random_mean = delay.mean_s - delay.checkpoints_s
+    idle_share = min(delay.idle_s / random_mean, 1.0) if random_mean > 0 else 0.0
+    billed = times - idle_share * (delays - delay.checkpoints_s)
+    costs = billed * price
     fallback = on_demand_twin(problem, config)
     p_fallback = 0.0
     if fallback is not None and problem.deadline_s is not None:
-        times, costs, late = _with_fallback(problem, times, run_s + delay.checkpoints_s, spread, price, fallback)
+        times, costs, late = _with_fallback(problem, times, costs, run_s + delay.checkpoints_s, spread, fallback)
         p_fallback = float(np.dot(late, weights))
     return _finish(
         problem,
@@ -162,23 +168,25 @@ def assess(problem: PlanProblem, config: Config, estimate: Estimate) -> Risk:
 def _with_fallback(
     problem: PlanProblem,
     times: NDArray[np.float64],
+    costs: NDArray[np.float64],
     od_run_s: float,
     spread: float,
-    spot_price_per_s: float,
     fallback: Config,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-    """Nodes past the switch line end on the on-demand fallback (see the module docstring)."""
+    """Outcomes past the switch line end on the on-demand fallback (see the module docstring); the spot part
+    before the switch is billed as the outcome's spot path was (``costs``), pro rata."""
     assert problem.deadline_s is not None
     line = problem.deadline_s - float(ndtri(problem.confidence)) * spread
     od_price = fallback.price_usd_per_hour() / SECONDS_PER_HOUR
     restart = problem.vm_launch_s + problem.checkpoint_restore_s
     late = times > line
+    span = np.maximum(times, 1e-9)
     # the switch time t_s: t_s + restart + (1 − t_s/T_j)·od_run = line (progress on spot uniform over T_j)
-    pace = np.maximum(1.0 - od_run_s / np.maximum(times, 1e-9), 1e-9)
+    pace = np.maximum(1.0 - od_run_s / span, 1e-9)
     switch = np.clip((line - restart - od_run_s) / pace, 0.0, line)
-    finish = np.maximum(line, switch + restart + od_run_s * (1.0 - switch / np.maximum(times, 1e-9)))
+    finish = np.maximum(line, switch + restart + od_run_s * (1.0 - switch / span))
     new_times = np.where(late, finish, times)
-    new_costs = np.where(late, switch * spot_price_per_s + (finish - switch) * od_price, times * spot_price_per_s)
+    new_costs = np.where(late, costs * switch / span + (finish - switch) * od_price, costs)
     return new_times, new_costs, late
 
 

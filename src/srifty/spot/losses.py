@@ -95,7 +95,8 @@ def checkpoint_interval_s(checkpoint_s: float, events_per_s: float, iteration_s:
 @dataclass(frozen=True)
 class Delay:
     """What spot losses add to a run: mean and variance of the delay (s), the checkpoints' share of it,
-    expected events and VMs lost, and the checkpoint interval."""
+    expected events and VMs lost, the checkpoint interval, and the expected time spent waiting for capacity
+    with no spot VM held (``idle_s``: the start wait, and each event's wait without an on-demand core)."""
 
     mean_s: float
     var_s2: float
@@ -103,6 +104,7 @@ class Delay:
     events: float
     vms_lost: float
     interval_s: float
+    idle_s: float = 0.0
 
 
 def spot_delay(
@@ -137,7 +139,8 @@ def spot_delay(
     start_var = miss * (process.downtime_var_s2 + process.downtime_mean_s**2) - start_mean**2
     mean = checkpoints + start_mean + m * event_mean
     var = max(start_var, 0.0) + m * event_var + event_mean**2 * count_var
-    return Delay(mean, var, checkpoints, m, process.vms_lost_per_s * running, interval)
+    idle = start_mean + (m * process.downtime_mean_s if core_share <= 0 else 0.0)
+    return Delay(mean, var, checkpoints, m, process.vms_lost_per_s * running, interval, idle)
 
 
 def delay_nodes(
