@@ -93,10 +93,12 @@ def optimize(
 #: Feasible configurations the bounded exhaustive search keeps beating before it stops (the best and the
 #: alternatives ``srifty plan`` shows).
 KEEP_BEST = 6
+#: Configurations whose network questions the bounded search asks first (the rest in a second call, if needed).
+FIRST_ASKED = 64
 
 
 def exhaustive(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn | None = None) -> list[Scored]:
-    """Evaluate the pruned space (network queries first, in one batch, where the predictor can).
+    """Evaluate the pruned space (network queries first, in batches, where the predictor can).
 
     With ``latency_ms`` (srifty's predictor, whose iteration time is never below the slowest group's compute
     latency), only the front is evaluated: configurations in order of a lower bound on the goal's expected
@@ -113,13 +115,15 @@ def exhaustive(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
         return [score(problem, config, predictor.predict(config)) for config in configs]
     bounds = [goal_bound(problem, config, latency_ms) for config in configs]
     order = sorted(range(len(configs)), key=lambda i: bounds[i])
-    if prefetch is not None:  # one bandwidth-model call: its fixed cost outweighs asking about a few too many
-        prefetch(configs)
     scored: list[Scored] = []
     best: list[float] = []
-    for i in order:
+    for rank, i in enumerate(order):
         if len(best) >= KEEP_BEST and bounds[i] > best[KEEP_BEST - 1]:
             break
+        if prefetch is not None and rank in (0, FIRST_ASKED):
+            # the network questions of the most promising first, then of all the rest: at most two
+            # bandwidth-model calls, whose fixed cost outweighs asking about a few too many
+            prefetch([configs[j] for j in order[rank : FIRST_ASKED if rank == 0 else None]])
         s = score(problem, configs[i], predictor.predict(configs[i]))
         scored.append(s)
         if s.feasible:
