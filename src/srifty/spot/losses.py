@@ -29,10 +29,10 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import ndtri
 
 from srifty.spot.model import SpotFigures
 
@@ -167,4 +167,4 @@ def delay_nodes(
 
 @functools.lru_cache(maxsize=4)
 def _normal_levels(n: int) -> NDArray[np.float64]:
-    return np.asarray(ndtri((np.arange(n) + 0.5) / n))
+    return np.array([NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)])

@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, Literal
 
 from srifty.artifacts import read_json_artifact, write_json_artifact
@@ -123,10 +124,8 @@ class SpotFigures:
 
     def downtime_quantile_s(self, q: float) -> float:
         """The ``q`` quantile of the time to regain capacity (log-normal fit), seconds."""
-        from scipy.special import ndtri
-
         f = self.figures
-        return math.exp(f.downtime_log_mu + f.downtime_log_sigma * float(ndtri(q)))
+        return math.exp(f.downtime_log_mu + f.downtime_log_sigma * NormalDist().inv_cdf(q))
 
 
 @dataclass(frozen=True)

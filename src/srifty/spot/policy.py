@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from scipy.special import ndtri
+from statistics import NormalDist
 
 from srifty.vocab.spot_policy import SpotDecision, SpotView
 
@@ -98,7 +97,7 @@ class SriftyPolicy:
     name: str = "srifty"
 
     def decide(self, view: SpotView) -> SpotDecision:
-        z = float(ndtri(self.confidence))
+        z = NormalDist().inv_cdf(self.confidence)
         room = fallback_slack_s(view, self.pace, z)
         if room is None:
             why = "no deadline" if view.deadline_s is None else "no on-demand fallback is offered"
