@@ -205,6 +205,11 @@ def _usd(x: float | None) -> str:
     return "—" if x is None else f"${x:,.2f}"
 
 
+def _load(figures: dict[str, Any]) -> str:
+    """What else used the CPU meanwhile, where the run recorded it (``load`` in its JSON)."""
+    return f" {figures['load']}" if figures.get("load") else ""
+
+
 def calibration_table(cal: dict[str, Any]) -> list[str]:
     rows = [
         "| trace (left out) | figures from | VM-hours held | lost | loss/VM-h observed | predicted [80 %] "
@@ -256,7 +261,7 @@ def replay_table(rep: dict[str, Any]) -> list[str]:
         for name, fig in pols.items():
             cost = fig["cost_usd_mean"]
             saving = "—" if od is None or cost is None or name == "on_demand" else f"{100 * (1 - cost / od):.0f}%"
-            gap = "—" if oracle is None or cost is None or name == "oracle" else f"+{100 * (cost / oracle - 1):.0f}%"
+            gap = "—" if oracle is None or cost is None or name == "oracle" else f"{100 * (cost / oracle - 1):+.0f}%"
             rows.append(
                 f"| {r['spec']} | {r['deadline']} ({r['deadline_s']:,.0f} s) | {plan} | {name} "
                 f"| {_pct(fig['deadline_met_fraction'])} | {_pct(fig['budget_met_fraction'])} | {_usd(cost)} "
@@ -339,7 +344,7 @@ def write(results: Path) -> None:
         "",
         *calibration_table(cal),
         "",
-        f"Command: `python -m benchmarks.spot calibration`. Machine: {cal['machine']} (commit {cal['commit']}).",
+        f"Command: `python -m benchmarks.spot calibration`. Machine: {cal['machine']}.{_load(cal)}",
         "",
         "### Trace replay per policy (`srifty eval spot`), leave one trace out",
         "",
@@ -353,7 +358,7 @@ def write(results: Path) -> None:
         *replay_table(rep),
         "",
         f"Command: `python -m benchmarks.spot replay --starts {rep['starts_per_trace']}`. Machine: "
-        f"{rep['machine']} (commit {rep['commit']}).",
+        f"{rep['machine']}.{_load(rep)}",
         "",
         "### The paper's cases 1–3, before and after",
         "",
@@ -362,13 +367,15 @@ def write(results: Path) -> None:
         "time. The paper chose 16 and 32 VMs at large local batches.",
         "",
         *cases_table(before, after),
+        *(["", after["cases_comment"]] if after.get("cases_comment") else []),
         "",
         "### Planner solve time, before and after",
         "",
-        f"Median of {after['runs']} whole `plan_job` calls per spec (inputs resolved beforehand). Before: commit "
-        f"{before['commit']} ({before['machine']}); after: commit {after['commit']} ({after['machine']}).",
+        f"Median of {after['runs']} whole `plan_job` calls per spec (inputs resolved beforehand). Before: "
+        f"{before['machine']}; after: {after['machine']}.{_load(after)}",
         "",
         *speed_table(before, after),
+        *(["", after["comment"]] if after.get("comment") else []),
         "",
         "Command: `python -m benchmarks.spot speed` (before: the same script on an exported copy of the earlier "
         "commit).",
