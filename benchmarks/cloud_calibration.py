@@ -80,9 +80,13 @@ def main() -> None:
             "",
             *row_lines,
             "",
-            "Models without H200 measurements (DLRM, XLM, GPT-2 small, BERT small) get their kernels from op "
-            "counts and the measured models' medians: **less certain**. Leave-one-model-out iteration MAPE on the "
-            f"H200: {loo} (median {pct(cal.count_error)}, the model-level uncertainty each seed draws for them).",
+            "Models without H200 measurements (DLRM, XLM, GPT-2 small, BERT small) get their kernels from the "
+            "judge's own counts of their definitions (`srifty.cloud.architectures`, no profile of srifty's) and "
+            "the medians of the measured models of their kind (the Hugging Face transformers: BERT-base's; DLRM: "
+            "every measured model's): **less certain**. Leave-one-model-out iteration MAPE on the H200, each "
+            "measured model built the same way from the others of its kind (BERT-base, alone of its kind, from "
+            f"all others): {loo} (median {pct(cal.count_error)}, the model-level uncertainty each seed draws for "
+            "them).",
             "",
             f"Memory (peak allocated = base + per-sample × batch, batches ≥ 8): largest relative error {mem}.",
             "",

@@ -21,14 +21,14 @@ from srifty.evaluate.scenario import run_scenario
 from srifty.spec import load_spec
 
 SPEC = ROOT / "examples" / "fig8-preemption.yaml"
-#: Seed → (after the reclaim, finished s, cost $) on the emulated cloud before issue 13 gave it a truth of its
-#: own (BENCHMARKS.md at commit 091bd21; every seed met the deadline).
+#: Seed → (after the reclaim, finished s, cost $) on the emulated cloud before issue 24 (its network truth rated
+#: bandwidth × hidden factors, op counts from srifty's profiles; BENCHMARKS.md at commit ad00cfc).
 BEFORE = {
-    0: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 449, 0.417),
-    1: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 470, 0.451),
-    2: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 422, 0.398),
-    3: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 420, 0.395),
-    4: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 447, 0.429),
+    0: ("1xp3.8xlarge@128,4xg4dn.12xlarge@32", 479, 0.614),
+    1: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 479, 0.462),
+    2: ("1xp3.8xlarge@128,4xg4dn.12xlarge@32", 467, 0.611),
+    3: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 437, 0.414),
+    4: ("1xp3.8xlarge@128,2xg4dn.12xlarge@64", 469, 0.453),
 }
 
 
@@ -71,13 +71,14 @@ def main() -> None:
             "checkpoint every 20 iterations. srifty learns the cloud first (4-probe profiles per GPU, grid probes, "
             "bandwidth model), then the controller re-plans the remaining 200 iterations within the remaining "
             "time with p3.8xlarge no longer launchable. Each seed is a different emulated cloud (the truth's "
-            "draws within its uncertainty, launch times, placements). Before: the same scenario on the emulated "
-            "cloud before issue 13, whose compute truth was srifty's own roofline estimate.",
+            "draws within its uncertainty, launch times, placements). Before: the same scenario and seeds on the "
+            "emulated cloud before issue 24 (a network of rated bandwidth × hidden factors; op counts from "
+            "srifty's profiles).",
             "",
             *lines,
             "",
             f"Deadline met in {met} of {len(rows)} seeds; median finish "
-            f"{statistics.median(o.finished_s for _, o, _, _ in rows):.0f} s (before: 5 of 5, median 447 s). The "
+            f"{statistics.median(o.finished_s for _, o, _, _ in rows):.0f} s (before: 5 of 5, median 469 s). The "
             "paper's run finished before its deadline too, after switching to g3/g4dn VMs.",
             "",
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.fig8_runtime` "

@@ -6,11 +6,16 @@ Run: ``python scripts/cloud_data.py`` (a few seconds). It writes, with provenanc
   verbatim from ``shared/data/reference/h200`` (the only GPU measurements of the project);
 * ``gpu_throughput.csv``: the public single-GPU rows the cross-GPU part is calibrated and checked on (ResNet-50
   training, and the T4/V100 ResNet-50 inference batch sweeps), from ``shared/data/reference/gpu_perf``;
-* ``workloads.json``: what each bundled model is, independent of any device: its parameters in the order their
-  gradients become ready (with ready fractions where no GPU measured them), and per phase the FLOPs per sample
-  of convolutions, matrix products and the rest, bytes moved per sample, and how many kernel-launching ops it
-  runs. Counted by srifty's profiler on this project's CPU (the bundled profiles' op counts); counts do not
-  depend on the device, only times do, and no time is copied.
+* ``allreduce_public.csv``: the public nccl-tests and torch.distributed allreduce tables of real clusters the
+  network truth is fitted to (one row per published size: time, and each table's machines, fabric and the
+  family group the judge assigns it), from ``src/srifty/network/data/public-*.csv`` (themselves transcribed from
+  ``shared/data/reference/nccl`` with every source URL);
+* ``allreduce_testbed.csv``: the testbed's gloo probes (``src/srifty/network/data/testbed-probes.parquet``,
+  real gloo over ``tc``-shaped links at 1/50 of the represented families' rated bandwidth, times scaled back),
+  as the median time per family, node count and size of single transfers.
+
+What each bundled model is (parameters, FLOPs, bytes, ops) is not copied: the emulated cloud counts it from
+the models' definitions itself (``srifty.cloud.architectures``).
 
 The emulated cloud reads these files only; it does not import srifty's compute package.
 """
@@ -19,14 +24,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import shutil
 from pathlib import Path
 from typing import Any
-
-from srifty.compute.bundled import bundled_profile_paths
-from srifty.compute.profile import load_profile
-from srifty.evaluate.workloads import workload_from_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "srifty" / "cloud" / "data"
@@ -38,13 +38,6 @@ def default_shared() -> Path:
         if (folder / "shared" / "data" / "reference").is_dir():
             return folder / "shared" / "data" / "reference"
     return ROOT.parent / "shared" / "data" / "reference"
-
-
-def workload(path: Path) -> dict[str, Any]:
-    """Device-independent facts about the model of one bundled profile."""
-    return workload_from_profile(
-        load_profile(path), source=f"srifty's bundled CPU profile {path.name} (op counts only)"
-    )
 
 
 def public_rows(path: Path) -> list[dict[str, Any]]:
@@ -77,6 +70,98 @@ def public_rows(path: Path) -> list[dict[str, Any]]:
     return keep
 
 
+#: Which fabric each public table ran on, and the family group whose tables the judge pools (see the README).
+FABRIC_GROUPS = {
+    "p4d.24xlarge": ("efa-rdma", "p4"),
+    "p4de.24xlarge": ("efa-rdma", "p4"),
+    "p5.48xlarge": ("efa-rdma", "p5"),
+    "p5en.48xlarge": ("efa-rdma", "p5"),
+    "p6-b200.48xlarge": ("efa-rdma", "p6"),
+    "g4dn.metal": ("efa-host", "g4dn-metal"),
+    "dgx-a100": ("ib", "dgx-a100"),
+    "dgx-1-v100": ("roce", "dgx-1"),
+}
+
+
+def allreduce_public(network_data: Path) -> list[dict[str, Any]]:
+    """The public tables' rows with each table's description (0-byte rows and rounded-away times dropped)."""
+    tables = {r["table_id"]: r for r in csv.DictReader((network_data / "public-tables.csv").open(encoding="utf-8"))}
+    out = []
+    for r in csv.DictReader((network_data / "public-allreduce.csv").open(encoding="utf-8")):
+        t = tables[r["table_id"]]
+        size, world = int(r["size_bytes"]), int(t["world_size"])
+        if size <= 0:
+            continue
+        if r["time_us"]:
+            time_s = float(r["time_us"]) * 1e-6
+        elif r["busbw_GBps"] and float(r["busbw_GBps"]) >= 0.1:  # printed to 0.01 GB/s: smaller is too coarse
+            time_s = size * 2 * (world - 1) / world / (float(r["busbw_GBps"]) * 1e9)
+        else:
+            continue
+        n_nodes = int(t["n_nodes"])
+        fabric, group = FABRIC_GROUPS.get(t["instance_type"], (t["fabric"], t["instance_type"]))
+        if n_nodes == 1:
+            fabric, group = "nvlink", "node-" + t["gpu"].split("-")[0].replace("H200", "H100")
+        out.append(
+            {
+                "table_id": r["table_id"],
+                "use": t["use"],
+                "instance_type": t["instance_type"],
+                "gpu": t["gpu"],
+                "n_nodes": n_nodes,
+                "gpus_per_node": int(t["gpus_per_node"]),
+                "world_size": world,
+                "fabric": fabric,
+                "group": group,
+                "rated_network_gbps": t["rated_network_gbps"],
+                "intra_link_gbps": t["intra_node_link_gbps"],
+                "size_bytes": size,
+                "time_s": f"{time_s:.6g}",
+                "source_url": r["source_url"],
+            }
+        )
+    return out
+
+
+def allreduce_testbed(network_data: Path) -> list[dict[str, Any]]:
+    """Median time of single transfers per represented family, node count and size on the testbed."""
+    import pandas as pd
+
+    probes = pd.read_parquet(network_data / "testbed-probes.parquet")
+    probes = probes[(probes["n_concurrent"] == 1) & (probes["n_nodes"] >= 2)]
+    keys = ["instance_type", "gpu", "n_nodes", "gpus_per_node", "world_size", "rated_network_gbps", "size_bytes"]
+    out = []
+    for key, rows in probes.groupby(keys):
+        family, gpu, n_nodes, gpus, world, rated, size = key
+        out.append(
+            {
+                "table_id": f"TB_{family}",
+                "use": "train",
+                "instance_type": family,
+                "gpu": gpu,
+                "n_nodes": int(n_nodes),
+                "gpus_per_node": int(gpus),
+                "world_size": int(world),
+                "fabric": "tcp",
+                "group": family,
+                "rated_network_gbps": rated,
+                "intra_link_gbps": 128,
+                "size_bytes": int(size),
+                "time_s": f"{float(rows['time_s'].median()):.6g}",
+                "source_url": "srifty testbed (gloo between network namespaces, tc-shaped links at 1/50, times x 1/50)",
+            }
+        )
+    return out
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` as CSV."""
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shared", type=Path, default=default_shared(), help="shared/data/reference folder")
@@ -84,14 +169,13 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(args.shared / "h200" / "h200_fp32.jsonl", OUT / "h200_fp32.jsonl")
     rows = public_rows(args.shared / "gpu_perf" / "throughput.csv")
-    with (OUT / "gpu_throughput.csv").open("w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    models = [workload(p) for p in bundled_profile_paths() if p.name.endswith("__cpu.json")]
-    doc = {"schema_version": 1, "models": {m["model"]: m for m in models}}
-    (OUT / "workloads.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {len(rows)} public rows and {len(models)} workloads to {OUT}")
+    write_rows(OUT / "gpu_throughput.csv", rows)
+    network_data = ROOT / "src" / "srifty" / "network" / "data"
+    public = allreduce_public(network_data)
+    write_rows(OUT / "allreduce_public.csv", public)
+    testbed = allreduce_testbed(network_data)
+    write_rows(OUT / "allreduce_testbed.csv", testbed)
+    print(f"wrote {len(rows)} throughput rows, {len(public)} public and {len(testbed)} testbed allreduce rows to {OUT}")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ def test_same_seed_same_world_different_seed_different_hidden_draws() -> None:
     pd.testing.assert_frame_equal(runs[1], runs[5])
     assert runs[2] == runs[6] and runs[3] == runs[7]
     assert a.truth("T4").hidden_factor == b.truth("T4").hidden_factor != c.truth("T4").hidden_factor
+    assert a.hidden_network_efficiency("g4dn.8xlarge") == b.hidden_network_efficiency("g4dn.8xlarge")
     assert a.hidden_network_efficiency("g4dn.8xlarge") != c.hidden_network_efficiency("g4dn.8xlarge")
 
 
@@ -210,9 +211,10 @@ def test_allocation_spread_of_bus_bandwidth_matches_the_paper() -> None:
         means = frame.groupby(["size_bytes", "allocation_id"])["busbw_bytes_per_s"].mean()
         for size in spreads:
             spreads[size].append(float(means[size].max() / means[size].min()))
-    # Paper, Figure 1: mean performance across allocations varies up to 1.5x (small) and 1.8x (large).
+    # Paper, Figure 1: mean performance across allocations varies up to 1.5x (small) and 1.8x (large); an
+    # allocation the cloud spreads over racks (one in ten on TCP) also crosses a 1.5:1 spine.
     assert np.median(spreads[1024]) > 1.05 and max(spreads[1024]) < 1.6
-    assert np.median(spreads[256 * 2**20]) > 1.1 and max(spreads[256 * 2**20]) < 1.9
+    assert 1.1 < np.median(spreads[256 * 2**20]) < 1.8 and max(spreads[256 * 2**20]) < 2.3
 
 
 def test_the_bundled_calibration_reproduces_its_reported_fit_errors() -> None:

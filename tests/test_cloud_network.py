@@ -14,19 +14,36 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srifty.cloud import CloudParams, EmulatedCloud
+from srifty.cloud.allocation import Allocation, GroupDraw
+from srifty.cloud.fabrics import load_network_fit
 from srifty.cloud.iteration import fifo_end_s, group_computes, iteration_times_s
-from srifty.cloud.network import IntraLink, LinkSetup, allreduce_phases_s, drain_time_s, fair_share_finish_s
+from srifty.cloud.network import LinkSetup, allreduce_phases_s, drain_time_s, fair_share_finish_s
 from srifty.cloud.stragglers import StragglerFit
 from srifty.sim import simulate_allreduce
-from srifty.vocab import bus_bytes, make_config
+from srifty.vocab import Config, ConfigGroup, bus_bytes, busbw_bytes_per_s, make_config
 
-PARAMS = CloudParams()
-NET = LinkSetup(n_nodes=8, streams_per_node=1, net_bytes_per_s=2e9, net_hop_latency_s=30e-6, intra=())
+FIT = load_network_fit()
+NET = LinkSetup(8, 8, 1, FIT.fabrics["tcp"], FIT.fabrics["nvlink"], 6.25e9, float("inf"))
 
 
 def alone_s(size: float, setup: LinkSetup = NET) -> float:
-    latency, data = allreduce_phases_s([size], setup, PARAMS)
+    latency, data = allreduce_phases_s([size], setup)
     return float(latency[0] + data[0])
+
+
+def quiet(config: Config, spread: float = 1.0) -> Allocation:
+    """Every VM at its median link, the allocation at the tables' bandwidth; not spread by default."""
+    counts: dict[str, int] = {}
+    for g in config.groups:
+        key = f"{g.instance.name}/{g.market}"
+        counts[key] = counts.get(key, 0) + g.count
+    groups = tuple(GroupDraw(k, np.ones(n), np.ones(n)) for k, n in counts.items())
+    return Allocation("quiet", 0, 1.0, 1.0, spread, groups)
+
+
+def busbw_gbytes_per_s(cloud: EmulatedCloud, config: Config, size: int, **draws: float) -> float:
+    setup = cloud.link_setup(config, quiet(config, **draws))
+    return float(busbw_bytes_per_s(size, config.world_size, alone_s(size, setup))) / 1e9
 
 
 @settings(max_examples=60, deadline=None)
@@ -44,33 +61,83 @@ def test_max_min_fair_sharing_is_work_conserving(transfers: list[tuple[float, fl
     assert np.all(finish >= arrivals + works - 1e-9)
 
 
-def test_a_message_one_byte_past_the_mtu_pays_for_a_second_packet() -> None:
-    edge = 2 * PARAMS.payload_bytes  # a 2-node ring sends half the buffer per step
-    two = LinkSetup(2, 1, 2e9, 30e-6, ())
-    below, at, above = (alone_s(s, two) for s in (edge - 4, edge, edge + 4))
-    assert above - at > 50 * (at - below) > 0
+def test_the_truth_reproduces_the_public_tables_it_was_fitted_on() -> None:
+    """Two p5.48xlarge and two p4d.24xlarge at 1 GiB, as the issue measured them (the old truth: 41 and 18 GB/s
+    against 437 and 42.5 measured): within the fit's reported error."""
+    cloud = EmulatedCloud(["resnet50"], seed=0)
+    p5 = make_config([(cloud.instance("p5.48xlarge"), 2, 1)])
+    p4d = make_config([(cloud.instance("p4d.24xlarge"), 2, 1)])
+    assert busbw_gbytes_per_s(cloud, p5, 2**30) == pytest.approx(437, rel=0.25)
+    assert busbw_gbytes_per_s(cloud, p4d, 2**30) == pytest.approx(43.4, rel=0.35)
+    assert busbw_gbytes_per_s(cloud, p5, 8) < 0.01  # small messages: latency, tens of microseconds
 
 
-def test_small_messages_use_a_tree_large_ones_a_ring() -> None:
-    def setup(n: int) -> LinkSetup:
-        return LinkSetup(n, 1, 2e9, 30e-6, ())
+def test_small_messages_take_a_low_latency_protocol_and_large_ones_the_full_link() -> None:
+    sizes = 2.0 ** np.arange(2, 32)
+    latency, data = allreduce_phases_s(sizes, NET)
+    total = latency + data
+    assert np.all(np.diff(total) > 0)  # a larger message never finishes sooner
+    assert latency[0] < latency[-1]  # Simple's latency is larger than LL's: the switch points
+    moved = bus_bytes(sizes[-1], 8)
+    assert moved / total[-1] > 0.8 * NET.fabric.efficiency * NET.net_bytes_per_s * 8 / 7 * 7 / 8
 
-    assert alone_s(4, setup(64)) / alone_s(4, setup(4)) < 4  # latency grows like log2(N), not N
-    assert alone_s(2**28, setup(64)) / alone_s(2**28, setup(4)) < 1.5  # bandwidth-optimal ring
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(["g4dn.xlarge", "g4dn.12xlarge", "p3.8xlarge", "p4d.24xlarge", "p5.48xlarge", "g5.12xlarge"]),
+    st.sampled_from(["g4dn.8xlarge", "p3.2xlarge", "p5.4xlarge", "p3.16xlarge"]),
+    st.integers(1, 40),
+    st.integers(0, 40),
+    st.floats(4, 2**31),
+)
+def test_more_vms_never_make_an_allreduce_shorter(first: str, second: str, n: int, more: int, size: float) -> None:
+    """What the judge's search bounds rely on: adding VMs (of the same or another type) never shortens one."""
+    cloud = EmulatedCloud(["resnet50"], seed=0)
+    a, b = cloud.instance(first), cloud.instance(second)
+    small = Config((ConfigGroup(a, n, 1, "spot"),), "use1-az4")
+    large = Config((ConfigGroup(a, n, 1, "spot"), ConfigGroup(b, more, 1, "spot")), "use1-az4") if more else small
+    bigger = Config((ConfigGroup(a, n + more, 1, "spot"),), "use1-az4")
+    for draws in ({}, {"spread": 0.0}):
+        base = cloud.link_setup(small, quiet(small, **draws))
+        t0 = alone_s(size, base) if base is not None else 0.0
+        for config in (large, bigger):
+            setup = cloud.link_setup(config, quiet(config, **draws))
+            assert (alone_s(size, setup) if setup is not None else 0.0) >= t0 * (1 - 1e-12)
 
 
-def test_gpus_in_one_vm_reduce_over_nvlink_before_the_network() -> None:
-    v100 = IntraLink(gpus=4, bytes_per_s=120e9, hop_latency_s=4e-6)
-    one_vm = LinkSetup(1, 4, 1.25e9, 30e-6, (v100,))
-    four_vms = LinkSetup(4, 1, 1.25e9, 30e-6, ())
-    two_vms = LinkSetup(2, 4, 1.25e9, 30e-6, (v100,))
-    assert alone_s(2**26, one_vm) * 20 < alone_s(2**26, four_vms)
-    assert alone_s(2**26, two_vms) < alone_s(2**26, LinkSetup(8, 1, 1.25e9, 30e-6, ()))
+def test_gpus_in_one_vm_reduce_over_nvlink_faster_than_across_vms() -> None:
+    cloud = EmulatedCloud(["resnet50"], seed=0)
+    one = make_config([(cloud.instance("p3.8xlarge"), 1, 1)])
+    four = make_config([(cloud.instance("p3.2xlarge"), 4, 1)])
+    assert busbw_gbytes_per_s(cloud, one, 2**28) > 20 * busbw_gbytes_per_s(cloud, four, 2**28)
+
+
+def test_past_a_rack_the_spine_is_oversubscribed_and_placement_spreads_some_allocations() -> None:
+    """The issue measured the old truth's g4dn.8xlarge at 2.83 GB/s on 16 VMs and 2.70 on 64: barely any
+    contention. Past a rack (32 GPUs) the TCP spine is oversubscribed 2:1."""
+    cloud = EmulatedCloud(["resnet50"], seed=0)
+    t4 = cloud.instance("g4dn.8xlarge")
+    sixteen, sixty_four = (make_config([(t4, n, 1, "spot")]) for n in (16, 64))
+    inside, beyond = (busbw_gbytes_per_s(cloud, c, 2**28) for c in (sixteen, sixty_four))
+    assert beyond < 0.7 * inside
+    assert busbw_gbytes_per_s(cloud, sixteen, 2**28, spread=0.0) == pytest.approx(inside / 1.5, rel=0.05)
+    p4d = make_config([(cloud.instance("p4d.24xlarge"), 2, 1, "spot")])  # EFA: a cluster placement group
+    assert busbw_gbytes_per_s(cloud, p4d, 2**28, spread=0.0) == pytest.approx(busbw_gbytes_per_s(cloud, p4d, 2**28))
+
+
+def test_an_on_demand_fleet_larger_than_a_zone_holds_spans_two_zones() -> None:
+    cloud = EmulatedCloud(["resnet50"], seed=0)
+    t4 = cloud.instance("g4dn.2xlarge")
+    within, beyond = (make_config([(t4, n, 1, "on_demand")]) for n in (16, 17))
+    zoned = Config(beyond.groups, "use1-az4")
+    one = busbw_gbytes_per_s(cloud, within, 2**20)
+    assert busbw_gbytes_per_s(cloud, beyond, 2**20) < 0.5 * one  # a quarter-millisecond every step
+    assert busbw_gbytes_per_s(cloud, zoned, 2**20) == pytest.approx(one, rel=0.1)
 
 
 def test_concurrent_transfers_below_the_cap_disagree_with_srifty_as_documented() -> None:
-    size = 2**18
-    latency, data = allreduce_phases_s([size, size], NET, PARAMS)
+    size = 2**16
+    latency, data = allreduce_phases_s([size, size], NET)
     truth = float(drain_time_s(latency, data))
     moved = bus_bytes([size, size], 8)
     busbw = moved / (latency + data)
@@ -131,7 +198,7 @@ def test_the_stream_is_slower_than_srifty_s_fair_sharing_when_buckets_queue() ->
     """srifty's simulator lets concurrent transfers run side by side below a cap; the truth's one NCCL stream
     runs them one after another, latency included: with many buckets ready at once the truth is slower."""
     size, n = 2**20, 16
-    latency, data = allreduce_phases_s([size] * n, NET, PARAMS)
+    latency, data = allreduce_phases_s([size] * n, NET)
     truth = float(fifo_end_s(np.zeros((1, n)), (latency + data)[None, :])[0])
     moved = bus_bytes([size] * n, 8)
     busbw = moved / (latency + data)

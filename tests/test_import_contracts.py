@@ -44,12 +44,19 @@ def test_the_package_keeps_every_contract(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("files", "contract"),
     [
-        ({"cloud/scratch.py": "from srifty.sim import Simulator\n"}, "The emulated cloud (the judge)"),
-        ({"cloud/scratch.py": "from srifty.compute.estimate import estimate_profile\n"}, "The emulated cloud"),
-        ({"cloud/scratch.py": "from srifty.network.model import BandwidthModel\n"}, "The emulated cloud"),
-        ({"cloud/scratch.py": "from srifty.compute.latency import fit_latency_curve\n"}, "The emulated cloud"),
-        ({"cloud/scratch.py": "from srifty.compute import Profile\n"}, "The emulated cloud"),
-        ({"cloud/scratch.py": "def f():\n    from srifty.plan.methods import sample_configs\n"}, "The emulated cloud"),
+        ({"cloud/scratch.py": "from srifty.sim import Simulator\n"}, "The judge (cloud, evaluate.truth)"),
+        ({"cloud/scratch.py": "from srifty.compute.estimate import estimate_profile\n"}, "The judge"),
+        ({"cloud/scratch.py": "from srifty.network.model import BandwidthModel\n"}, "The judge"),
+        ({"cloud/scratch.py": "from srifty.compute.latency import fit_latency_curve\n"}, "The judge"),
+        ({"cloud/scratch.py": "from srifty.compute import Profile\n"}, "The judge"),
+        ({"cloud/scratch.py": "def f():\n    from srifty.plan.methods import sample_configs\n"}, "The judge"),
+        # the truth side of srifty eval: scoring, space and reference are the judge's own
+        ({"evaluate/truth/scratch.py": "from srifty.plan import job_time_cost\n"}, "The judge"),
+        ({"evaluate/truth/scratch.py": "from srifty.plan.space import allowed_batches\n"}, "The judge"),
+        ({"evaluate/truth/scratch.py": "from srifty.sim import simulate\n"}, "The judge"),
+        ({"evaluate/truth/scratch.py": "from srifty.spot import SpotModel\n"}, "The judge"),
+        # indirectly, through a module of srifty eval that plans
+        ({"evaluate/truth/scratch.py": "import srifty.evaluate.cases\n"}, "The judge"),
         ({"sim/scratch.py": "from srifty.plan import make_plan\n"}, "Stages are layered"),
         ({"vocab/scratch.py": "from srifty.compute import Profile\n"}, "Stages are layered"),
         ({"runtime/scratch.py": "from srifty.cli.console import out\n"}, "Stages are layered"),

@@ -86,6 +86,15 @@ class InstanceType:
         """Whether the catalog lists a spot price for this type in this region."""
         return bool(self.spot_usd_per_hour_by_zone)
 
+    def markets(self, wanted: Market | None = None) -> list[Market]:
+        """The markets this type is sold on here (spot first), or only ``wanted`` where it is sold on it."""
+        sold: list[Market] = []
+        if self.has_spot and wanted in (None, "spot"):
+            sold.append("spot")
+        if self.has_on_demand and wanted in (None, "on_demand"):
+            sold.append("on_demand")
+        return sold
+
     @property
     def spot_usd_per_hour(self) -> float | None:
         """The cheapest zone's spot price, or ``None`` where there is no spot market."""

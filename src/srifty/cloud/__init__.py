@@ -2,11 +2,13 @@
 
 EMULATED, not a real cloud, and labelled so wherever its numbers appear. Its compute truth comes from real
 measurements (one H200's latency curves, public per-GPU throughput) carried to every GPU type by a physical
-model of its own (:mod:`srifty.cloud.kernels`, :mod:`srifty.cloud.transfer`); its execution
-(:mod:`srifty.cloud.iteration`) and network (:mod:`srifty.cloud.network`) are its own too. It imports none of
-srifty's predictors (``srifty.sim``, ``srifty.network``, ``srifty.plan``, ``srifty.compute``): an import
-contract in ``pyproject.toml`` enforces it. srifty learns about it only by measuring:
-:meth:`EmulatedCloud.profiling_session` and :meth:`EmulatedCloud.probe`.
+model of its own (:mod:`srifty.cloud.kernels`, :mod:`srifty.cloud.transfer`) over its own counts of each
+model (:mod:`srifty.cloud.architectures`); its network (:mod:`srifty.cloud.network`) is a form of its own
+fitted to public nccl-tests and torch.distributed tables of real clusters and the testbed's probes
+(:mod:`srifty.cloud.netfit`); its execution (:mod:`srifty.cloud.iteration`) is its own too. It reaches none of
+srifty's predictors or its planner (``srifty.sim``, ``srifty.network``, ``srifty.plan``, ``srifty.compute``,
+``srifty.spot``): the ``judge-apart`` import contract in ``pyproject.toml`` enforces it. srifty learns about
+it only by measuring: :meth:`EmulatedCloud.profiling_session` and :meth:`EmulatedCloud.probe`.
 
 Pure numpy, scipy and pandas; importing it loads neither torch nor xgboost.
 """

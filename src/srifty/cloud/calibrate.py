@@ -281,6 +281,15 @@ def count_defaults(
     )
 
 
+def kin(
+    fits: Mapping[str, KernelModel], workloads: Mapping[str, Mapping[str, Any]], kind: str
+) -> Mapping[str, KernelModel]:
+    """The measured models of ``kind`` (torchvision CNNs, Hugging Face transformers, ...), or all of them where
+    none is of that kind: an unmeasured model borrows from its own kind first."""
+    same = {n: m for n, m in fits.items() if workloads[n]["kind"] == kind}
+    return same or fits
+
+
 def leave_one_out(
     fits: Mapping[str, KernelModel],
     curves: Mapping[str, MeasuredCurve],
@@ -289,12 +298,13 @@ def leave_one_out(
     cross: CrossGpu,
 ) -> dict[str, float]:
     """Iteration-time MAPE on each measured model's H200 curve when it is built from its op counts and the
-    other measured models' medians: the error an unmeasured model's truth may carry."""
+    other measured models' medians (those of its own kind where there are any, as an unmeasured model's are):
+    the error an unmeasured model's truth may carry."""
     out = {}
     tensors = {n: len(workloads[n]["params_ready_order"]) for n in fits}
     param_bytes = {n: int(workloads[n]["param_bytes"]) for n in fits}
     for name in fits:
-        others = {n: m for n, m in fits.items() if n != name}
+        others = kin({n: m for n, m in fits.items() if n != name}, workloads, str(workloads[name]["kind"]))
         defaults = count_defaults(others, works, tensors, param_bytes, cross)
         model = from_counts(workloads[name], defaults, cross)
         curve = curves[name]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -48,7 +48,9 @@ class Calibration:
         kernel_error: per measured model, the kernel fit's iteration-time MAPE on the H200.
         cross: the cross-GPU constants.
         cross_error: RMS log error of predicted public throughput (the cross-GPU uncertainty).
-        defaults: what unmeasured models borrow.
+        defaults: what unmeasured models borrow (medians over every measured model).
+        defaults_by_kind: the same over the measured models of one kind (``torchvision``, ``hf``); a model of a
+            kind with measured models borrows from them.
         count_error: median leave-one-out iteration-time MAPE of the count-based kernels.
         memory: memory line of each measured model.
         memory_defaults: memory of unmeasured models.
@@ -66,6 +68,11 @@ class Calibration:
     memory_defaults: MemoryDefaults
     stragglers: StragglerFit
     report: Mapping[str, Any]
+    defaults_by_kind: Mapping[str, CountDefaults] = field(default_factory=dict)
+
+    def defaults_for(self, kind: str) -> CountDefaults:
+        """What an unmeasured model of ``kind`` borrows."""
+        return self.defaults_by_kind.get(kind, self.defaults)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -76,6 +83,7 @@ class Calibration:
             "cross": asdict(self.cross),
             "cross_error": self.cross_error,
             "defaults": asdict(self.defaults),
+            "defaults_by_kind": {k: asdict(v) for k, v in self.defaults_by_kind.items()},
             "count_error": self.count_error,
             "memory": {k: asdict(v) for k, v in self.memory.items()},
             "memory_defaults": asdict(self.memory_defaults),
@@ -108,14 +116,19 @@ class Calibration:
         strag = dict(data["stragglers"])
         for key in ("measured_quantiles", "simulated_quantiles"):
             strag[key] = tuple(strag[key])
-        defaults = dict(data["defaults"])
-        defaults["step_host_ms"] = tuple(defaults["step_host_ms"])
+
+        def read_defaults(doc: Mapping[str, Any]) -> CountDefaults:
+            values = dict(doc)
+            values["step_host_ms"] = tuple(values["step_host_ms"])
+            return CountDefaults(**values)
+
         return cls(
             kernels={k: kernel(v) for k, v in data["kernels"].items()},
             kernel_error=dict(data["kernel_error"]),
             cross=CrossGpu(**data["cross"]),
             cross_error=float(data["cross_error"]),
-            defaults=CountDefaults(**defaults),
+            defaults=read_defaults(data["defaults"]),
+            defaults_by_kind={k: read_defaults(v) for k, v in data.get("defaults_by_kind", {}).items()},
             count_error=float(data["count_error"]),
             memory={k: MemoryLine(**v) for k, v in data["memory"].items()},
             memory_defaults=MemoryDefaults(**data["memory_defaults"]),
@@ -173,6 +186,8 @@ def build_calibration(maxiter: int = 300, progress: Any = None) -> Calibration:
     tensors = {m: len(loads[m]["params_ready_order"]) for m in kernels}
     param_bytes = {m: int(loads[m]["param_bytes"]) for m in kernels}
     defaults = fit.count_defaults(kernels, works, tensors, param_bytes, cross)
+    kinds = sorted({str(loads[m]["kind"]) for m in kernels})
+    by_kind = {k: fit.count_defaults(fit.kin(kernels, loads, k), works, tensors, param_bytes, cross) for k in kinds}
     loo = fit.leave_one_out(kernels, curves, loads, works, cross)
     memory, memory_err = {}, {}
     for model, curve in curves.items():
@@ -199,6 +214,7 @@ def build_calibration(maxiter: int = 300, progress: Any = None) -> Calibration:
         cross=cross,
         cross_error=cross_rms,
         defaults=defaults,
+        defaults_by_kind=by_kind,
         count_error=float(np.median(list(loo.values()))),
         memory=memory,
         memory_defaults=memory_defaults,

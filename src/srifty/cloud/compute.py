@@ -104,6 +104,18 @@ class ComputeTruth:
             batch -= 1
         return batch
 
+    def rank_curve_ms(self) -> NDArray[np.float64]:
+        """One GPU's steady iteration time (ms) at every batch from 1 to :attr:`max_batch`: forward, backward and
+        the step's GPU span, or the host's issue span where that is longer. Wave quantisation makes the curve
+        step up and down a little; each batch gets the least time of it and every larger batch, so the curve is
+        non-decreasing and never above the truth (searches bound with it)."""
+        batches = np.arange(1, self.max_batch + 1, dtype=float)
+        if batches.size == 0:
+            return np.zeros(0)
+        fw, bwd, _ = self.kernels.phase_ms(batches)
+        rank = np.maximum(fw + bwd + self.step_gpu_ms, self.host_issue_ms)
+        return np.minimum.accumulate(rank[::-1])[::-1]
+
     @property
     def step_gpu_ms(self) -> float:
         """The optimizer step's GPU span."""
@@ -144,7 +156,7 @@ def build_truth(
         model_sigma = calibration.kernel_error.get(name, 0.0)
         memory = calibration.memory[name]
     else:
-        reference = from_counts(workload, calibration.defaults, cross)
+        reference = from_counts(workload, calibration.defaults_for(str(workload.get("kind", ""))), cross)
         model_sigma = calibration.count_error
         fw_bytes = phase_work(workload, "fw").bytes
         memory = calibration.memory_defaults.line(float(workload["param_bytes"]), fw_bytes)

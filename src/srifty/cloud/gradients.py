@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,7 @@ class GradientTruth:
     anchor_batches: tuple[int, ...]
     anchor_fracs: tuple[FloatArray, ...]
     gamma: float
+    _buckets: dict[int, tuple[FloatArray, FloatArray]] = field(default_factory=dict, compare=False, repr=False)
 
     def fractions(self, batch: int) -> FloatArray:
         """Each parameter's true ready fraction of backward at ``batch`` (non-decreasing in ready order)."""
@@ -59,8 +60,12 @@ class GradientTruth:
         return np.maximum.accumulate(np.clip(base, 0.0, 1.0) ** self.gamma)
 
     def buckets(self, batch: int) -> tuple[FloatArray, FloatArray]:
-        """``(bytes, ready fraction)`` of each DDP bucket at ``batch``, in reduction order."""
-        return ddp_buckets(self.bytes, self.fractions(batch))
+        """``(bytes, ready fraction)`` of each DDP bucket at ``batch``, in reduction order (cached)."""
+        hit = self._buckets.get(batch)
+        if hit is None:
+            hit = ddp_buckets(self.bytes, self.fractions(batch))
+            self._buckets[batch] = hit
+        return hit
 
 
 def ddp_buckets(sizes: Sequence[int], fracs: FloatArray) -> tuple[FloatArray, FloatArray]:

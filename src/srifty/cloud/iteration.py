@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from srifty.cloud.allocation import Allocation, group_key
+from srifty.cloud.allocation import Allocation, group_key, group_offsets
 from srifty.cloud.compute import ComputeTruth
 from srifty.cloud.gradients import GradientTruth, jitter_ready
 from srifty.cloud.network import LinkSetup, allreduce_phases_s
@@ -58,6 +58,7 @@ class GroupCompute:
     bwd_s: float
     step_gpu_s: float
     host_s: float
+    offset: int = 0
 
     @property
     def ranks(self) -> int:
@@ -68,7 +69,7 @@ class GroupCompute:
 def group_computes(config: Config, truths: Sequence[ComputeTruth]) -> tuple[GroupCompute, ...]:
     """Means of each group of ``config``; ``truths[i]`` is the truth of group ``i``'s GPU."""
     out = []
-    for group, truth in zip(config.groups, truths, strict=True):
+    for group, truth, offset in zip(config.groups, truths, group_offsets(config), strict=True):
         fw, bwd, _ = truth.phases_ms(group.local_batch)
         out.append(
             GroupCompute(
@@ -80,6 +81,7 @@ def group_computes(config: Config, truths: Sequence[ComputeTruth]) -> tuple[Grou
                 bwd_s=bwd * MS,
                 step_gpu_s=truth.step_gpu_ms * MS,
                 host_s=truth.host_issue_ms * MS,
+                offset=offset,
             )
         )
     return tuple(out)
@@ -109,8 +111,8 @@ def iteration_times_s(
     bucket_bytes: FloatArray | None = None
     rank_ends = []
     for g in groups:
-        stream = _stream(base, zlib.crc32(g.key.encode()), 7)
-        spatial = np.repeat(allocation.group(g.key).spatial_factor[: g.vms], g.gpus_per_vm)
+        stream = _stream(base, zlib.crc32(g.key.encode()), 7, g.offset)
+        spatial = np.repeat(allocation.group(g.key).spatial_factor[g.offset : g.offset + g.vms], g.gpus_per_vm)
         x = spatial[None, :] * straggler_factors(stragglers, stream, g.ranks, iters)
         skew = stream.exponential(params.launch_skew_mean_s, size=(iters, g.ranks))
         sizes, fracs = gradients.buckets(g.batch)
@@ -124,7 +126,7 @@ def iteration_times_s(
             bucket_bytes = sizes
     comm_end = np.zeros(iters)
     if setup is not None and bucket_ready is not None and bucket_bytes is not None:
-        latency_s, data_s = allreduce_phases_s(bucket_bytes, setup, params)
+        latency_s, data_s = allreduce_phases_s(bucket_bytes, setup)
         duration = latency_s[None, :] + data_s[None, :] * net_noise[:, None]
         enqueue = bucket_ready + params.collective_launch_s
         comm_end = fifo_end_s(enqueue, duration)
@@ -132,6 +134,40 @@ def iteration_times_s(
         finish = np.maximum(np.maximum(bwd_end, comm_end[:, None]) + x * g.step_gpu_s, skew + g.host_s)
         end = np.maximum(end, finish.max(axis=1))
     return end
+
+
+def steady_iteration_s(
+    groups: Sequence[GroupCompute],
+    gradients: GradientTruth,
+    setup: LinkSetup | None,
+    params: CloudParams,
+    speed: Sequence[float] | None = None,
+) -> float:
+    """The iteration of the module docstring with its random parts at typical values: group ``i``'s ranks all
+    at relative speed ``speed[i]`` (default 1), no skew, ready fractions and transfers as they are on average,
+    on ``setup``'s links. Deterministic and cheap (the judge ranks configurations with it before judging the
+    best in full). It is never below any group's ``fw + bwd + step`` at speed 1 when ``speed ≥ 1``, nor its host
+    span, nor the sum of its allreduces.
+    """
+    if not groups:
+        return 0.0
+    x = [1.0] * len(groups) if speed is None else list(speed)
+    comm_end = 0.0
+    if setup is not None:
+        ready: FloatArray | None = None
+        sizes = np.zeros(0)
+        for g, xi in zip(groups, x, strict=True):
+            sizes, fracs = gradients.buckets(g.batch)
+            at = xi * (g.fw_s + fracs * g.bwd_s)
+            ready = at if ready is None else np.maximum(ready, at)
+        if ready is not None and sizes.size:
+            latency_s, data_s = allreduce_phases_s(sizes, setup)
+            enqueue = ready + params.collective_launch_s
+            comm_end = float(fifo_end_s(enqueue[None, :], (latency_s + data_s)[None, :])[0])
+    return max(
+        max(max(xi * (g.fw_s + g.bwd_s), comm_end) + xi * g.step_gpu_s, g.host_s)
+        for g, xi in zip(groups, x, strict=True)
+    )
 
 
 def fifo_end_s(enqueue_s: FloatArray, duration_s: FloatArray) -> FloatArray:

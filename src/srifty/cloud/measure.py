@@ -176,7 +176,7 @@ def probe_rows(
         world = n_nodes * gpus
         if setup is None or world < 2:
             continue
-        latency_s, data_s = allreduce_phases_s(sizes, setup, params)
+        latency_s, data_s = allreduce_phases_s(sizes, setup)
         for k in concurrency:
             for repeat in range(repeats):
                 noise = rng.lognormal(0.0, params.network_temporal_sigma, size=len(sizes))

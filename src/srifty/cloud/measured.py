@@ -5,7 +5,8 @@
 * :func:`h200_grad_ready`: when each parameter's gradient became ready in backward, at batch 32 and 128;
 * :func:`h200_long_run`: 400 consecutive ResNet-50 iterations at batch 64 (the straggler process);
 * :func:`public_rows`: public single-GPU ResNet-50 throughput (training, and T4/V100 inference sweeps);
-* :func:`workloads`: what each bundled model is (parameters, FLOPs and bytes per sample, op counts).
+* :func:`workloads`: what each bundled model is (parameters, FLOPs and bytes per sample, op counts), counted
+  by the judge itself from the models' definitions (:mod:`srifty.cloud.architectures`).
 
 ``data/README.md`` says where each file comes from. Files are read once and cached.
 """
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from srifty.cloud.architectures import ARCHITECTURES, workload
 
 PHASE_KEYS = ("fw", "bw", "step")
 
@@ -139,6 +142,5 @@ def public_rows() -> tuple[PublicRow, ...]:
 
 @cache
 def workloads() -> dict[str, dict[str, Any]]:
-    """Device-independent facts about each bundled model, by srifty's model name."""
-    doc = json.loads(_text("workloads.json"))
-    return dict(doc["models"])
+    """Device-independent facts about each bundled model, by srifty's model name (the judge's own counts)."""
+    return {name: workload(name) for name in ARCHITECTURES}

@@ -1,57 +1,82 @@
-"""The emulated cloud's network truth: how long allreduces really take (EMULATED).
+"""The emulated cloud's network truth: how long allreduces really take (EMULATED, fitted to real clusters).
 
-Deliberately *not* srifty's predictor (a learned bus-bandwidth model and the paper's fair-share rule with a
-cap), so that judging srifty against it is not circular. The truth is built from mechanisms instead:
+Deliberately *not* srifty's predictor (a learned bus-bandwidth model over the catalog's rated bandwidth, and
+the paper's fair-share rule with a cap). The truth's functional form is its own, and its constants are fitted
+(:mod:`srifty.cloud.netfit`) to public nccl-tests and torch.distributed tables of real clusters and to the
+project's testbed probes (``data/allreduce_public.csv``, ``data/allreduce_testbed.csv``; the data README says
+which table grounds which family).
 
-* **Hierarchical allreduce.** Inside a VM with ``g`` GPUs: reduce-scatter and all-gather over the
-  intra-VM link (``2(g−1)`` hops of ``s/g`` bytes; NVLink or PCIe, from the catalog's ``GpuSpec``).
-  Between ``N`` VMs: an allreduce of each GPU's shard, ``g`` streams sharing each VM's network link.
-* **Chunked ring or tree, whichever is faster** (as NCCL's tuner picks). Ring: ``2(N−1)`` steps of
-  ``s/(N·g)`` bytes per stream, bandwidth-optimal. Tree: ``2·ceil(log2 N)`` steps of the whole shard,
-  latency-optimal. Each step costs the hop latency plus a fixed cost per chunk of at most
-  ``chunk_bytes``.
-* **Per-host links drawn per allocation.** A ring (or tree) runs at the slowest VM's link:
-  rated × hidden efficiency × allocation factor × host factor, so it slows down as VMs are added.
-* **Packets.** A message of ``m`` bytes travels as ``ceil(m / payload)`` packets, each with header and
-  framing bytes and a per-packet stack cost: messages up to one MTU go in one packet, one byte more needs
-  two.
-* **Max-min fair, work-conserving sharing** between concurrent transfers (buckets): each transfer is a
-  latency part (hops, chunk rounds; not shared) followed by a data part that shares the link equally
-  with every other active transfer's data part. Sharing is work-conserving: the link never idles while
-  data is waiting, so the last transfer ends at :func:`drain_time_s` (exactly; :func:`fair_share_finish_s`
-  is the event-driven reference).
+An allreduce of ``s`` bytes over ``n`` VMs holding ``N`` GPUs (at most ``g`` per VM) runs NCCL's three
+protocols and takes the fastest:
 
-Compare srifty's simulator (:mod:`srifty.sim.allreduce`): a transfer there runs at its own bus bandwidth
-(latency included) until the sum of rates exceeds a cap, then at its share of the cap. Given the truth's
-alone bandwidths, the two agree exactly when one transfer is in flight at a time, and disagree when
-transfers overlap: below the cap srifty lets each run at its alone rate while the truth shares their data
-parts (the truth is slower); above it srifty shares latency as if it were bandwidth (srifty is slower).
-The emulated iteration (:mod:`srifty.cloud.iteration`) runs a job's buckets on one stream instead; this
-sharing is the probe's (concurrent probe transfers). Pure numpy.
+    t_p(s) = λ_p · ℓ  +  s · 2(N − 1)/N / B_p
+
+* **latency** ``ℓ = a · δ_a + 2(n − 1) · h + 2(N − n) · h_link`` on several VMs (a base, a per-hop latency of
+  the fabric between VMs, and the hops over the links inside each VM), ``a · δ_a + 2(g − 1) · h`` on one VM;
+  ``λ_LL = 1 < λ_LL128 < λ_Simple``;
+* **bus bandwidth** ``B`` is the fabric's efficiency ``η · δ_η`` times its link: on several VMs the slowest
+  VM's rated network ``R`` turned into bus bandwidth, ``R · n/(n − 1) · (N − 1)/N`` (a VM sends and receives
+  ``2(n − 1)/n`` of the buffer), capped by the links inside the VMs; on one VM its NVLink or PCIe link per GPU
+  and direction. The protocols reach ``B_LL = min(ε_LL · B, C_LL)``, ``B_LL128 = ε_LL128 · B`` and
+  ``B_Simple = B``: small messages take the low-latency protocols, large ones Simple (NCCL's switch points).
+* **fabrics** (``efa-rdma``: EFA with GPUDirect RDMA; ``efa-host``: EFA through host memory; ``tcp``: NCCL
+  over sockets on ENA; ``ib``, ``roce``; ``nvlink`` inside one VM) have their own constants; a family with
+  tables of its own has its own ``δ`` (``data/fabrics.csv`` says which family is which). A configuration of
+  several families runs at the worst of each constant (NCCL falls back to the transport all of them have).
+* **scale** (assumptions, :class:`~srifty.cloud.params.CloudParams`): VMs beyond a rack-sized group, or an
+  allocation spread over racks, cross an oversubscribed spine (bandwidth divided, a spine hop added to the
+  latency); VMs spread over two zones pay a cross-zone latency on every step and share a thinner link. Every
+  allocation draws its bandwidth and latency around the tables' (:mod:`srifty.cloud.allocation`).
+
+The time splits into a *latency* part (not shared) and a *data* part (shared by concurrent transfers,
+work-conserving, :func:`drain_time_s`). Adding a VM, or a slower one, never makes an allreduce shorter
+(the judge's search bounds rely on it). Pure numpy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from srifty.catalog import InstanceType
-from srifty.cloud.params import CloudParams
-from srifty.units import gbps_to_bytes_per_s
-
 FloatArray = NDArray[np.float64]
-PCIE3_BYTES_PER_S = 16e9
+PROTOCOLS = ("LL", "LL128", "Simple")
 
 
 @dataclass(frozen=True)
-class IntraLink:
-    """The link between the GPUs of one VM type: ``gpus`` GPUs, achieved bytes/s one way, hop latency."""
+class FabricFit:
+    """One fabric's fitted constants.
 
-    gpus: int
-    bytes_per_s: float
+    Attributes:
+        base_latency_s: ``a``, the latency every allreduce pays.
+        hop_latency_s: ``h``, per hop between VMs (or, for ``nvlink``, between the GPUs of one VM).
+        efficiency: ``η``, achieved bus bandwidth over the link.
+        ll128_latency: ``λ_LL128`` (LL's is 1).
+        simple_latency: ``λ_Simple``.
+        ll_efficiency: ``ε_LL``.
+        ll128_efficiency: ``ε_LL128``.
+        ll_cap_bytes_per_s: ``C_LL``, the most LL moves whatever the link.
+    """
+
+    base_latency_s: float
     hop_latency_s: float
+    efficiency: float
+    ll128_latency: float
+    simple_latency: float
+    ll_efficiency: float
+    ll128_efficiency: float
+    ll_cap_bytes_per_s: float
+
+    def worst(self, other: FabricFit) -> FabricFit:
+        """Each constant at its worse value of the two (latencies the larger, efficiencies the smaller)."""
+        slower = {"base_latency_s", "hop_latency_s", "ll128_latency", "simple_latency"}
+        values = {
+            f.name: (max if f.name in slower else min)(getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)
+        }
+        return FabricFit(**values)
 
 
 @dataclass(frozen=True)
@@ -60,96 +85,94 @@ class LinkSetup:
 
     Attributes:
         n_nodes: VMs taking part.
-        streams_per_node: GPUs per VM (the largest of the configuration's types): one stream each.
-        net_bytes_per_s: the slowest VM's achieved network bandwidth.
-        net_hop_latency_s: one hop between VMs.
-        intra: the intra-VM link of each type with more than one GPU.
+        ranks: GPUs taking part.
+        gpus_per_node: the most GPUs of one VM.
+        fabric: the constants between VMs (the worst of the families present); unused on one VM.
+        node_fabric: the constants inside a VM (NVLink or PCIe).
+        net_bytes_per_s: the slowest VM's network link as it is in this allocation (rated × efficiency ×
+            the allocation's and the VM's factors × spine and zone factors).
+        intra_bytes_per_s: the slowest link between the GPUs of one VM (efficiency included; ``inf`` with one
+            GPU per VM).
+        latency_factor: the allocation's factor on latency.
+        extra_latency_s: per allreduce, added by spine hops and zone crossings.
     """
 
     n_nodes: int
-    streams_per_node: int
+    ranks: int
+    gpus_per_node: int
+    fabric: FabricFit
+    node_fabric: FabricFit
     net_bytes_per_s: float
-    net_hop_latency_s: float
-    intra: tuple[IntraLink, ...]
+    intra_bytes_per_s: float
+    latency_factor: float = 1.0
+    extra_latency_s: float = 0.0
+
+    def with_scale(self, factor: float) -> LinkSetup:
+        """The same links with ``factor`` on the network bandwidth."""
+        return replace(self, net_bytes_per_s=self.net_bytes_per_s * factor)
 
 
-def intra_link(instance: InstanceType, params: CloudParams) -> IntraLink:
-    """The intra-VM link of ``instance`` from its GPU datasheet (NVLink totals are halved: one direction)."""
-    spec = instance.gpu
-    if spec is None:
-        return IntraLink(instance.gpus_per_vm, PCIE3_BYTES_PER_S * params.intra_efficiency, params.pcie_hop_latency_s)
-    nvlink = spec.intra_node_link.startswith("nvlink")
-    one_way = spec.link_bytes_per_s_per_gpu / (2.0 if nvlink else 1.0)
-    latency = params.nvlink_hop_latency_s if nvlink else params.pcie_hop_latency_s
-    return IntraLink(instance.gpus_per_vm, one_way * params.intra_efficiency, latency)
+def bus_bandwidth_bytes_per_s(setup: LinkSetup) -> float:
+    """The bus bandwidth Simple reaches on ``setup`` (see the module docstring)."""
+    n, ranks = setup.n_nodes, setup.ranks
+    if n >= 2:
+        net = setup.fabric.efficiency * setup.net_bytes_per_s * n / (n - 1) * (ranks - 1) / ranks
+        return min(net, setup.intra_bytes_per_s)
+    return setup.intra_bytes_per_s
 
 
-def rated_bytes_per_s(instance: InstanceType, params: CloudParams) -> float:
-    """The catalog's rated network link of ``instance`` (``default_network_gbps`` where unknown)."""
-    gbps = instance.rated_network_gbps if instance.rated_network_gbps else params.default_network_gbps
-    return gbps_to_bytes_per_s(gbps)
+def base_latency_s(setup: LinkSetup) -> float:
+    """``ℓ``: the latency the LL protocol pays (the others pay multiples of it)."""
+    n, ranks, g = setup.n_nodes, setup.ranks, setup.gpus_per_node
+    if n >= 2:
+        hops = 2 * (n - 1) * setup.fabric.hop_latency_s + 2 * (ranks - n) * setup.node_fabric.hop_latency_s
+        base = max(setup.fabric.base_latency_s, setup.node_fabric.base_latency_s)  # never below one VM's
+        return setup.latency_factor * (base + hops) + setup.extra_latency_s
+    return setup.latency_factor * (setup.node_fabric.base_latency_s + 2 * (g - 1) * setup.node_fabric.hop_latency_s)
 
 
-def packets(message_bytes: ArrayLike, params: CloudParams) -> FloatArray:
-    """Packets needed for each message (at least one)."""
-    m = np.asarray(message_bytes, dtype=float)
-    return np.maximum(np.ceil(m / params.payload_bytes), 1.0)
+def allreduce_phases_s(sizes_bytes: ArrayLike, setup: LinkSetup | None) -> tuple[FloatArray, FloatArray]:
+    """``(latency_s, data_s)`` of one allreduce of each size, alone on the links, with the fastest protocol.
 
-
-def wire_bytes(message_bytes: ArrayLike, params: CloudParams) -> FloatArray:
-    """Bytes on the wire for each message: payload plus headers and framing of every packet."""
-    m = np.asarray(message_bytes, dtype=float)
-    return m + packets(m, params) * (params.header_bytes + params.frame_overhead_bytes)
-
-
-def _chunks(message_bytes: FloatArray, params: CloudParams) -> FloatArray:
-    return np.maximum(np.ceil(message_bytes / params.chunk_bytes), 1.0)
-
-
-def _network_steps(
-    steps: ArrayLike, message: FloatArray, setup: LinkSetup, params: CloudParams
-) -> tuple[FloatArray, FloatArray]:
-    """``(latency_s, data_s)`` of ``steps`` network steps, each moving ``message`` bytes on every stream."""
-    g = setup.streams_per_node
-    latency = np.asarray(steps, dtype=float) * (
-        setup.net_hop_latency_s + _chunks(message, params) * params.chunk_cost_s
-    )
-    per_step = g * (
-        wire_bytes(message, params) / setup.net_bytes_per_s + packets(message, params) * params.packet_cost_s
-    )
-    return latency, np.asarray(steps, dtype=float) * per_step
-
-
-def allreduce_phases_s(sizes_bytes: ArrayLike, setup: LinkSetup, params: CloudParams) -> tuple[FloatArray, FloatArray]:
-    """``(latency_s, data_s)`` of one allreduce of each size, alone on the links (see the module docstring).
-
-    Returns zeros for a single GPU.
+    Returns zeros for a single GPU (``setup`` ``None`` or one rank).
     """
     s = np.asarray(sizes_bytes, dtype=float)
-    latency = np.zeros_like(s)
-    data = np.zeros_like(s)
-    intra_total = np.zeros_like(s)
-    for link in setup.intra:
-        if link.gpus <= 1:
-            continue
-        hops = 2.0 * (link.gpus - 1)
-        shard = s / link.gpus
-        lat = hops * (link.hop_latency_s + _chunks(shard, params) * params.chunk_cost_s)
-        dat = hops * shard / link.bytes_per_s
-        slower = lat + dat > intra_total
-        latency = np.where(slower, lat, latency)
-        data = np.where(slower, dat, data)
-        intra_total = np.maximum(intra_total, lat + dat)
-    n = setup.n_nodes
-    if n >= 2:
-        g = setup.streams_per_node
-        ring_lat, ring_dat = _network_steps(2.0 * (n - 1), s / (n * g), setup, params)
-        depth = float(np.ceil(np.log2(n)))
-        tree_lat, tree_dat = _network_steps(2.0 * depth, s / g, setup, params)
-        use_tree = tree_lat + tree_dat < ring_lat + ring_dat
-        latency = latency + np.where(use_tree, tree_lat, ring_lat)
-        data = data + np.where(use_tree, tree_dat, ring_dat)
-    return latency, data
+    if setup is None or setup.ranks < 2:
+        return np.zeros_like(s), np.zeros_like(s)
+    fab = setup.fabric if setup.n_nodes >= 2 else setup.node_fabric
+    bw = bus_bandwidth_bytes_per_s(setup)
+    lat = base_latency_s(setup)
+    moved = s * 2.0 * (setup.ranks - 1) / setup.ranks
+    latencies = np.array([lat, fab.ll128_latency * lat, fab.simple_latency * lat])
+    rates = np.array([min(fab.ll_efficiency * bw, fab.ll_cap_bytes_per_s), fab.ll128_efficiency * bw, bw])
+    data = moved[None, :] / rates[:, None]
+    total = latencies[:, None] + data
+    pick = np.argmin(total, axis=0)
+    columns = np.arange(s.size)
+    return latencies[pick], data[pick, columns]
+
+
+def predict_time_s(
+    sizes_bytes: ArrayLike,
+    n_nodes: int,
+    gpus_per_node: int,
+    fabric: FabricFit,
+    node_fabric: FabricFit,
+    net_bytes_per_s: float,
+    intra_bytes_per_s: float,
+) -> FloatArray:
+    """Allreduce times of a table's machines (every VM alike, no allocation factors): what the fit compares
+    with the published times."""
+    setup = LinkSetup(
+        n_nodes, n_nodes * gpus_per_node, gpus_per_node, fabric, node_fabric, net_bytes_per_s, intra_bytes_per_s
+    )
+    latency, data = allreduce_phases_s(sizes_bytes, setup)
+    return latency + data
+
+
+def family_factors(groups: Mapping[str, tuple[float, float]], group: str) -> tuple[float, float]:
+    """``(δ_η, δ_a)`` of a family group (1, 1 for a group without tables)."""
+    return groups.get(group, (1.0, 1.0))
 
 
 def drain_time_s(arrival_s: ArrayLike, work_s: ArrayLike) -> FloatArray:
@@ -158,7 +181,7 @@ def drain_time_s(arrival_s: ArrayLike, work_s: ArrayLike) -> FloatArray:
     ``arrival_s[..., k]`` is when transfer ``k``'s data part may start, ``work_s[..., k]`` how long it takes
     alone. For any work-conserving sharing (max-min fair included) the link empties at
     ``max_k (a_(k) + Σ_{j ≥ k} w_(j))`` over arrivals in ascending order. Vectorised over leading axes;
-    ``-inf``-free: an empty last axis gives 0.
+    an empty last axis gives 0.
     """
     a = np.asarray(arrival_s, dtype=float)
     w = np.broadcast_to(np.asarray(work_s, dtype=float), a.shape)

@@ -6,11 +6,19 @@ the Srifty paper reports about EC2 (section "Cloud Variance"), and each says whe
 * compute varies across VMs roughly normally with a spread of up to 1.1× (paper, Figure 2): a per-VM
   factor ``N(1, 0.015)`` clipped to ±4.5% (so max/min stays below 1.1); across iterations, every GPU runs
   the straggler process fitted on the H200's 400-iteration run (``calibration.json``), not a parameter here;
-* the mean allreduce bandwidth of a whole allocation varies up to 1.8× on large buffers and 1.5× on small
-  ones (paper, Figure 1): an allocation-wide bandwidth factor (0.5 + 0.5·Beta(2, 1.2)) and an
-  allocation-wide per-hop latency (log-normal, σ = 0.11), with a per-host link factor on top;
-* the rated network bandwidth is not what NCCL achieves (the paper's footnote: rated bandwidth has a
-  4000%+ MAPE): each instance type has a hidden efficiency, achieved/rated, drawn once per seed;
+* the network's constants are fitted to real clusters' tables (:mod:`srifty.cloud.netfit`); around them the
+  mean allreduce bandwidth of a whole allocation varies up to 1.8× on large buffers and 1.5× on small ones
+  (paper, Figure 1): an allocation-wide bandwidth factor (0.6 + 0.4·Beta(2, 1.2), divided by its median so
+  that the median allocation is the tables') and an allocation-wide latency factor (log-normal, σ = 0.11),
+  with a per-host link factor on top;
+* each instance type's efficiency is drawn once per seed around its fabric's fit, log-normal with the
+  fabric's held-out error (the tables of one fabric disagree by that much);
+* at scale (assumptions; no public table measures them): a rack holds ``rack_gpus`` GPUs; VMs of a
+  configuration beyond one rack, or an allocation the cloud spreads over racks (``spread_probability`` on the
+  TCP fabric; EFA and InfiniBand families are placed in cluster placement groups), cross an oversubscribed
+  spine (``spine_oversubscription``, and ``spine_latency_s`` more latency per allreduce step); an on-demand
+  configuration placed in no zone with more VMs of one type than a zone holds (``zone_capacity_vms``) lands
+  in two zones and pays ``cross_zone_latency_s`` per step and ``cross_zone_bandwidth_factor`` on its links;
 * the compute truth's own uncertainty (its fit errors, ``calibration.json``) is drawn once per seed, as is a
   launch-time factor per GPU's host (log-normal, σ = ``host_launch_sigma``, an assumption: the calibration
   fits one factor per host generation, not per machine type);
@@ -36,8 +44,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from srifty.units import BYTES_PER_MIB
 
 #: Preemptions per spot VM-hour, by instance family (the part of the name before the dot). Assumption.
 DEFAULT_PREEMPTIONS_PER_VM_HOUR: Mapping[str, float] = {
@@ -67,23 +73,20 @@ class CloudParams:
         ready_run_sigma: log-normal σ of each bucket's ready fraction per run.
         launch_skew_mean_s: mean of each VM's exponential start skew per iteration.
         collective_launch_s: enqueue and rendezvous cost of one allreduce.
-        network_efficiency_range: the per-type achieved/rated network bandwidth is uniform in this range.
         allocation_bandwidth_beta: ``(a, b)`` of the Beta draw of the allocation-wide bandwidth factor.
         allocation_bandwidth_min: that factor is ``min + (1 − min) · Beta(a, b)``.
         host_link_exp_scale: a host's link factor is ``1 − Exp(scale)``, at least ``host_link_min``.
         host_link_min: floor of the per-host link factor.
-        hop_latency_s: median one-hop latency between VMs (TCP through the hypervisor).
         allocation_latency_sigma: log-normal σ of the allocation-wide latency factor.
-        default_network_gbps: rated link assumed where the catalog has none.
-        nvlink_hop_latency_s, pcie_hop_latency_s: one intra-VM hop between GPUs.
-        intra_efficiency: achieved fraction of the intra-VM link (NVLink figures are halved first: they
-            are bidirectional totals).
-        mtu_bytes: the network MTU (EC2 jumbo frames).
-        header_bytes: TCP/IP headers inside the MTU.
-        frame_overhead_bytes: Ethernet framing outside the MTU (header, FCS, preamble, gap).
-        packet_cost_s: per-packet stack cost, paid like bandwidth (pipelined).
-        chunk_bytes: the collective moves each step's message in chunks of at most this size.
-        chunk_cost_s: fixed cost of one chunk (a protocol round), paid like latency.
+        default_network_gbps: rated link assumed where neither the catalog nor ``data/fabrics.csv`` has one.
+        rack_gpus: GPUs one rack holds (a rack of VMs of ``g`` GPUs holds ``max(1, rack_gpus // g)`` of them).
+        spine_oversubscription: per fabric, the bandwidth of links across racks divided by this.
+        spine_latency_s: per allreduce step, added when a configuration spans racks.
+        spread_probability: per fabric, the chance an allocation is spread over racks however small.
+        zone_capacity_vms: VMs of one type and market one zone holds for an on-demand configuration placed in no
+            zone; more span two zones.
+        cross_zone_latency_s: per allreduce step between VMs, added when it does.
+        cross_zone_bandwidth_factor: its links' bandwidth multiplied by this when it does.
         network_temporal_sigma: log-normal σ of the per-iteration (per-repeat) factor on transfer time.
         probe_jitter_sigma: log-normal σ of measurement jitter on one probe repeat.
         launch_offset_s, launch_median_s, launch_sigma: VM launch time is ``offset + LogNormal(ln median, σ)``.
@@ -99,23 +102,21 @@ class CloudParams:
     ready_run_sigma: float = 0.03
     launch_skew_mean_s: float = 0.3e-3
     collective_launch_s: float = 20e-6
-    network_efficiency_range: tuple[float, float] = (0.45, 0.85)
     allocation_bandwidth_beta: tuple[float, float] = (2.0, 1.2)
-    allocation_bandwidth_min: float = 0.5
+    allocation_bandwidth_min: float = 0.6
     host_link_exp_scale: float = 0.03
     host_link_min: float = 0.6
-    hop_latency_s: float = 30e-6
     allocation_latency_sigma: float = 0.11
     default_network_gbps: float = 10.0
-    nvlink_hop_latency_s: float = 4e-6
-    pcie_hop_latency_s: float = 8e-6
-    intra_efficiency: float = 0.8
-    mtu_bytes: int = 9001
-    header_bytes: int = 52
-    frame_overhead_bytes: int = 38
-    packet_cost_s: float = 0.25e-6
-    chunk_bytes: int = BYTES_PER_MIB // 2
-    chunk_cost_s: float = 2e-6
+    rack_gpus: int = 32
+    spine_oversubscription: Mapping[str, float] = field(
+        default_factory=lambda: {"tcp": 1.5, "efa-host": 1.5, "roce": 1.5, "efa-rdma": 1.0, "ib": 1.0}
+    )
+    spine_latency_s: float = 2e-6
+    spread_probability: Mapping[str, float] = field(default_factory=lambda: {"tcp": 0.1})
+    zone_capacity_vms: int = 16
+    cross_zone_latency_s: float = 250e-6
+    cross_zone_bandwidth_factor: float = 0.5
     network_temporal_sigma: float = 0.06
     probe_jitter_sigma: float = 0.02
     launch_offset_s: float = 70.0
@@ -123,11 +124,6 @@ class CloudParams:
     launch_sigma: float = 0.35
     preemptions_per_vm_hour: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PREEMPTIONS_PER_VM_HOUR))
     default_preemptions_per_vm_hour: float = 0.05
-
-    @property
-    def payload_bytes(self) -> int:
-        """Payload bytes of one full packet (MTU minus TCP/IP headers)."""
-        return self.mtu_bytes - self.header_bytes
 
     @property
     def mean_launch_time_s(self) -> float:
@@ -148,13 +144,18 @@ def named_rng(seed: int, *names: str | int) -> np.random.Generator:
 
 @dataclass(frozen=True)
 class HiddenDraw:
-    """The network parameters drawn once per seed that no planner may see: network efficiency per instance
-    type (the compute truth draws its own, :mod:`srifty.cloud.compute`). Pure functions of ``(seed, name)``."""
+    """The network factors drawn once per seed that no planner may see: each instance type's efficiency
+    around its fabric's fit (the compute truth draws its own, :mod:`srifty.cloud.compute`). Pure functions of
+    ``(seed, name)``."""
 
     seed: int
     params: CloudParams
+    _efficiency: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
-    def network_efficiency(self, instance_type: str) -> float:
-        """Achieved over rated network bandwidth of ``instance_type``."""
-        lo, hi = self.params.network_efficiency_range
-        return float(named_rng(self.seed, "hidden-network", instance_type).uniform(lo, hi))
+    def network_efficiency(self, instance_type: str, sigma: float) -> float:
+        """``instance_type``'s efficiency relative to its fabric's fit: log-normal with ``sigma``."""
+        hit = self._efficiency.get(instance_type)
+        if hit is None:
+            hit = float(named_rng(self.seed, "hidden-network", instance_type).lognormal(0.0, sigma))
+            self._efficiency[instance_type] = hit
+        return hit

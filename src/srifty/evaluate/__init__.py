@@ -17,7 +17,7 @@ from srifty.evaluate.files import ACCURACY_KIND, CASES_KIND, SEEDS_KIND, save_ac
 from srifty.evaluate.scenario import ScenarioOutcome, run_scenario
 from srifty.evaluate.seeds import SeedsRun, run_seeds, summarise
 from srifty.evaluate.suite import generate_suite, write_suite
-from srifty.evaluate.truth import TrueOutcome, TruthJudge, true_optimum
+from srifty.evaluate.truth import SearchResult, TrueOutcome, TruthJudge, search
 
 __all__ = [
     "ACCURACY_KIND",
@@ -31,6 +31,7 @@ __all__ = [
     "CasesRun",
     "MethodOutcome",
     "ScenarioOutcome",
+    "SearchResult",
     "SeedsRun",
     "TrueOutcome",
     "TruthJudge",
@@ -42,7 +43,7 @@ __all__ = [
     "save_accuracy",
     "save_cases",
     "save_seeds",
+    "search",
     "summarise",
-    "true_optimum",
     "write_suite",
 ]

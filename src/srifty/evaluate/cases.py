@@ -7,8 +7,10 @@ For each job spec (the paper's case studies in ``examples/``, or the harder suit
 2. srifty and each baseline plan as the methods' registry says (:mod:`srifty.plan.methods`): with its
    own predictor over what it learned, by measuring on the truth itself (Oracle BO), or by drawing at
    random (the median of its draws' true outcomes stands for it);
-3. the true space is judged on the truth (:mod:`srifty.evaluate.truth`): whole where it is small enough,
-   which gives the true optimum, else a pool that gives the best-known reference; each method's choice is
+3. the judge (:mod:`srifty.evaluate.truth`, which shares nothing with srifty's planner) searches its own,
+   wider space (any local batch, uneven shares): whole where it is small enough, which gives the true
+   optimum, else by branch and bound on its own bounds; that is the reference. It also searches srifty's
+   space (power-of-two batches) the same way, to measure what srifty's rule costs. Each method's choice is
    judged the same way.
 
 Everything is seeded: the same seed, profiles and settings give the same results.
@@ -28,14 +30,20 @@ import numpy as np
 from srifty.catalog import Catalog, load_catalog
 from srifty.errors import SpecError
 from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, NetworkKnowledge, learn_network
+from srifty.evaluate.limits import TruthLimits
 from srifty.evaluate.profiling import profile_gpus
 from srifty.evaluate.truth import (
-    DEFAULT_EXHAUSTIVE_LIMIT,
+    POWERS_OF_TWO,
+    WIDE,
+    SearchSettings,
     TrueOutcome,
     TruthJudge,
-    best_known,
-    true_optimum,
+    best_outcome,
+    objective,
+    preference,
+    search,
 )
+from srifty.evaluate.truth.search import best_single_offer
 from srifty.evaluate.why import explain
 from srifty.evaluate.world import World, make_world
 from srifty.plan import (
@@ -45,18 +53,15 @@ from srifty.plan import (
     Knowledge,
     PlanProblem,
     ProfileLimits,
-    best_of,
     build_problems,
     compute_latency_ms,
     count_configs,
     get_method,
     make_plan,
-    objective,
 )
 from srifty.plan.api import area_type_names, spec_area
+from srifty.plan.build import unplaced
 from srifty.plan.methods import sample_placed
-from srifty.plan.methods.oracle_bo import homogeneous_configs
-from srifty.plan.scoring import preference
 from srifty.spec import JobSpec, load_spec
 
 #: Every method the evaluation runs by default: all of the registry's.
@@ -79,7 +84,9 @@ class CaseSettings:
         methods: which methods to run (names in :data:`~srifty.plan.methods.METHODS`).
         profile_dirs: folders of profiles (with op counts) of models the cloud does not bundle.
         bo_fraction: share of the space Oracle BO may measure.
-        exhaustive_limit: true spaces up to this size are judged whole; larger ones against the best known.
+        exhaustive_limit: the judge's spaces of up to this many shapes (VM counts per type) are judged whole;
+            larger ones are searched by branch and bound.
+        top_k: configurations of a branch-and-bound search judged in full (the best by the steady outcome).
     """
 
     seed: int = 0
@@ -91,7 +98,8 @@ class CaseSettings:
     methods: tuple[str, ...] = ALL_METHODS
     profile_dirs: tuple[Path, ...] = ()
     bo_fraction: float = 1.0 / 3.0
-    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT
+    exhaustive_limit: int = SearchSettings.exhaustive_limit
+    top_k: int = SearchSettings.top_k
 
 
 @dataclass(frozen=True)
@@ -138,10 +146,12 @@ class MethodOutcome:
 class CaseResult:
     """Everything measured for one job.
 
-    ``reference`` is ``"exhaustive"`` (every configuration judged: ``optimum`` is the true optimum) or
-    ``"best known"`` (a pool judged, see :func:`srifty.evaluate.truth.best_known`); ``space_size`` counts the
-    whole true space either way, ``n_judged`` what was judged. ``homogeneous_optimum`` is the best judged
-    configuration of a single type and market.
+    ``reference`` is how the judge found ``optimum`` in its own space: ``"exhaustive"`` (every shape judged:
+    the true optimum) or ``"branch and bound"`` (:mod:`srifty.evaluate.truth.search`); ``space_size`` counts
+    the shapes (VM counts per type and market) of the judge's space, ``srifty_space_size`` the configurations
+    of srifty's pruned space, ``n_judged`` what was judged in full. ``srifty_rule_optimum`` is the best the
+    judge finds within srifty's rule (power-of-two batches, one per type), ``homogeneous_optimum`` the best of
+    a single type and market; ``search_s`` the judge's search times.
     """
 
     name: str
@@ -167,6 +177,8 @@ class CaseResult:
     homogeneous_optimum: dict[str, Any] | None = None
     seed: int = 0
     why: dict[str, Any] = field(default_factory=dict)
+    srifty_rule_optimum: dict[str, Any] | None = None
+    search_s: dict[str, float] = field(default_factory=dict)
 
 
 def _finite(value: float | None) -> float | None:
@@ -261,11 +273,12 @@ def run_case(
     types = area_type_names(spec, catalog)
     profiles = profile_gpus(cloud, model, types, settings.seed, world.templates[model], catalog)
     judge = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
-    space_size = sum(count_configs(p) for p in judge.problems)
-    exhaustive = space_size <= settings.exhaustive_limit
-    started = time.perf_counter()
-    optimum, outcomes = true_optimum(judge) if exhaustive else (None, [])
-    truth_s = time.perf_counter() - started
+    wide = SearchSettings(WIDE, settings.exhaustive_limit, settings.top_k)
+    reference = search(judge, wide)
+    srifty_rule = search(judge, replace(wide, space=POWERS_OF_TWO))
+    homogeneous = best_single_offer(judge, wide)
+    # The reference: the better of the judge's two searches (its own space and, within it, srifty's rule).
+    optimum = best_outcome(spec.goal, [o for o in (reference.best, srifty_rule.best) if o is not None])
     knowledge = Knowledge(profiles, network.bandwidth_model, network.alpha_beta, seed=spec.seed)
     problems: dict[BatchPolicy, tuple[PlanProblem, ...]] = {}
 
@@ -290,23 +303,17 @@ def run_case(
             plans[name] = (plan, draws)
         else:
             plans[name] = (plan, None)
-    if not exhaustive:
-        picks = [
-            cfg for plan, draws in plans.values() for cfg in ([plan.best.config] if plan.best else []) + (draws or [])
-        ]
-        started = time.perf_counter()
-        optimum, outcomes = best_known(judge, picks, settings.seed)
-        truth_s = time.perf_counter() - started
     rows: list[MethodOutcome] = []
     for name in settings.methods:
         method = get_method(name)
         if method.truth_search is not None:
-            # A judge of its own (same draws, empty cache), so its solve time includes its measurements.
-            # Its quota is a share of the distinct configurations: the same one in five zones is one to measure.
+            # Oracle BO searches its method's space (power-of-two batches up to what the truth holds) by measuring
+            # on a judge of its own (same draws, empty cache), so its solve time includes its measurements.
+            truth_space = build_problems(spec, catalog, TruthLimits(cloud, model), "all", judge.terms.overhead_s)
+            space = unplaced(truth_space)
+            n_space = count_configs(space)
             fresh = TruthJudge(cloud, spec, settings.n_allocations, settings.iters)
-            # distinct configurations (one judged in several zones counts once) where the space was judged whole
-            n_space = len({o.config.tagged() for o in outcomes}) if exhaustive else space_size
-            bo = method.truth_search(judge.problem, fresh.judge, n_space, settings.seed, settings.bo_fraction)
+            bo = method.truth_search(space, fresh.judge, n_space, settings.seed, settings.bo_fraction)
             note = f"measured {bo.n_measured} of {n_space:,} configurations on the truth (quota {bo.budget})"
             rows.append(judged(name, spec.goal, bo.best, optimum, bo.solve_s, bo.n_measured, None, note))
             continue
@@ -328,11 +335,10 @@ def run_case(
             else "chose a configuration it predicts to violate: " + ", ".join(best.violations)
         )
         rows.append(judged(name, spec.goal, outcome, optimum, plan.solve_time_s, plan.n_evaluated, predicted, note))
+    outcomes = [*reference.judged, *srifty_rule.judged, *homogeneous.judged]
     points = _points(outcomes, knowledge)
     srifty_space = problems.get("knee") or build_problems(spec, catalog, ProfileLimits(profiles))
     why = _why(rows, plans, srifty_space, knowledge, world, spec, optimum, judge.tag)
-    homogeneous = {c.notation() for per in homogeneous_configs(judge.problem).values() for c in per}
-    best_homogeneous = best_of(spec.goal, [o for o in outcomes if o.config.notation() in homogeneous])
     return CaseResult(
         name=spec.name or Path(spec_path).stem,
         spec_path=spec_path,
@@ -342,9 +348,9 @@ def run_case(
         iterations=spec.iterations,
         deadline_s=spec.deadline_s,
         budget_usd=spec.budget_usd,
-        space_size=space_size,
+        space_size=reference.n_shapes,
         srifty_space_size=sum(count_configs(p) for p in srifty_space),
-        n_feasible=sum(o.feasible for o in outcomes),
+        n_feasible=sum(o.feasible for o in reference.judged),
         optimum=None if optimum is None else outcome_dict(optimum),
         methods=tuple(rows),
         points=tuple(points),
@@ -357,14 +363,20 @@ def run_case(
             }
             for gpu, p in profiles.items()
         },
-        truth_s=truth_s,
+        truth_s=reference.search_s,
         profile_sources={gpu: cloud.truth(gpu, model).origin for gpu in profiles},
         instance_gpus={name: cloud.instance(name).gpu_name for name in types},
-        reference="exhaustive" if exhaustive else "best known",
-        n_judged=len(outcomes),
-        homogeneous_optimum=None if best_homogeneous is None else outcome_dict(best_homogeneous),
+        reference=reference.method,
+        n_judged=judge.n_judged,
+        homogeneous_optimum=None if homogeneous.best is None else outcome_dict(homogeneous.best),
         seed=settings.seed,
         why=why,
+        srifty_rule_optimum=None if srifty_rule.best is None else outcome_dict(srifty_rule.best),
+        search_s={
+            "wide": reference.search_s,
+            "powers_of_two": srifty_rule.search_s,
+            "single_offer": homogeneous.search_s,
+        },
     )
 
 

@@ -106,14 +106,19 @@ def rows_of(cases_doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
     Each row: ``seed``, ``case``, ``method``, ``config``, ``ratio`` (``inf`` for a violating choice or no plan
     where the reference is feasible; ``None`` where nothing is feasible), ``violations``, ``reference``
-    (``exhaustive``/``best known``/``none feasible``).
+    (``exhaustive``/``branch and bound``/``none feasible``). Each case also gets a row for
+    :data:`SRIFTY_SPACE_BEST`: the best the judge finds within srifty's rule (power-of-two batches, one per
+    type), over the reference; above 1 where the wider space does better.
     """
     seed = int(cases_doc.get("settings", {}).get("seed", 0))
     out = []
     for case in cases_doc["cases"]:
         feasible = case.get("optimum") is not None
         reference = case.get("reference", "exhaustive") if feasible else "none feasible"
-        for m in case["methods"]:
+        methods = list(case["methods"])
+        if "srifty_rule_optimum" in case:
+            methods.append(_srifty_space_row(case))
+        for m in methods:
             violations = list(m.get("violations") or [])
             if not feasible:
                 ratio = None
@@ -134,6 +139,26 @@ def rows_of(cases_doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+#: The pseudo-method of :func:`rows_of`: the judge's best configuration within srifty's rule.
+SRIFTY_SPACE_BEST = "srifty_space_best"
+
+
+def _srifty_space_row(case: Mapping[str, Any]) -> dict[str, Any]:
+    """The judge's best within srifty's rule as a method row (``None``: nothing feasible there)."""
+    best, optimum = case.get("srifty_rule_optimum"), case.get("optimum")
+    if best is None:
+        return {"method": SRIFTY_SPACE_BEST, "config": None, "violations": [], "solve_s": 0.0}
+    key = "time_s" if case["goal"] == "min_time" else "cost_usd"
+    ratio = None if optimum is None or not optimum[key] else float(best[key]) / float(optimum[key])
+    return {
+        "method": SRIFTY_SPACE_BEST,
+        "config": best["config"],
+        "violations": list(best.get("violations") or []),
+        "ratio_to_optimum": ratio,
+        "solve_s": float((case.get("search_s") or {}).get("powers_of_two", 0.0)),
+    }
 
 
 def why_rows_of(cases_doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -191,6 +216,8 @@ def method_stats(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "p90": _quantile(ratios, 0.9) if ratios else None,
         "geo_mean_feasible": float(np.exp(np.mean(np.log(finite)))) if finite else None,
         "within_2pct": sum(1 for x in finite if x <= 1.02),
+        "beat_reference": sum(1 for x in finite if x < 0.995),
+        "worse_than_reference": sum(1 for x in finite if x > 1.005),
         "within_5pct": sum(1 for x in finite if x <= 1.05),
         "deadline_violations": sum(1 for r in judged if "deadline" in r["violations"]),
         "budget_violations": sum(1 for r in judged if "budget" in r["violations"]),

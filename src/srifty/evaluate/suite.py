@@ -12,15 +12,17 @@ The paper's seven cases do not separate methods (small spaces, loose constraints
   about 2 minutes) does not decide which configurations are feasible. (Before, 500 to 5000 iterations made
   some jobs mostly launch time, and a deadline 5% above the front then sat below the planner's own launch
   estimate: every predictor found nothing feasible there, whatever its models.)
-* puts its constraint **near the time/cost Pareto front** of the reference world: configurations of the true
-  space (every homogeneous one and uniform draws) are judged cheaply on the generator's own emulated cloud
-  (its seed is the suite seed), and the deadline (for ``min_cost``) or budget (for ``min_time``) is set 5%
+* puts its constraint **near the time/cost Pareto front** of the reference world: configurations of the
+  judge's space (every single-type shape and uniform draws of shapes, each dividing the work as well as it
+  can: :mod:`srifty.evaluate.truth`) are judged cheaply on the generator's own emulated cloud (its seed is
+  the suite seed), and the deadline (for ``min_cost``) or budget (for ``min_time``) is set 5%
   above a point of that front drawn 15-50% of the way from its fastest (cheapest) end, so the unconstrained
   optimum is out of reach and the constraint binds while that point stays feasible; a third of the specs get
   the other constraint too, 50% above the same point.
 
-The true spaces hold 100 to 10^7 configurations (the candidates are drawn again until they do): the larger
-ones are anchor + ILP territory for srifty's planner. Specs are ordinary
+srifty's spaces (power-of-two batches up to what each GPU really holds) hold 100 to 10^7 configurations (the
+candidates are drawn again until they do): the larger ones are anchor + ILP territory for srifty's planner.
+Specs are ordinary
 :class:`~srifty.spec.JobSpec` values; :func:`write_suite` saves them as YAML for ``srifty plan`` and reruns.
 """
 
@@ -36,11 +38,10 @@ import yaml
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import Catalog
 from srifty.cloud import EmulatedCloud
-from srifty.evaluate.truth import TruthJudge
-from srifty.plan import count_configs
-from srifty.plan.methods import sample_configs
-from srifty.plan.methods.oracle_bo import homogeneous_configs
-from srifty.plan.result import pareto_front
+from srifty.evaluate.limits import TruthLimits
+from srifty.evaluate.truth import TrueOutcome, TruthJudge, time_cost_front
+from srifty.evaluate.truth.search import sample_shapes
+from srifty.plan import build_problems, count_configs
 from srifty.spec import JobSpec, spec_from_mapping
 
 #: Instance types by GPU generation (AWS, us-east-1).
@@ -100,17 +101,26 @@ def _candidates(rng: np.random.Generator, catalog: Catalog) -> list[dict[str, An
     return out
 
 
-def _front(spec: JobSpec, cloud: EmulatedCloud, seed: int) -> list[Any]:
-    """The (time, cost) Pareto front of a cheap judging of the spec's true space."""
+def _front(spec: JobSpec, cloud: EmulatedCloud, seed: int, draws: int) -> list[TrueOutcome]:
+    """The (time, cost) Pareto front of a cheap judging of the judge's space (``draws`` uniform shapes beside
+    the single-type ones), fastest first."""
     judge = TruthJudge(cloud, spec, FRONT_ALLOCATIONS, FRONT_ITERS)
-    configs = [c for per in homogeneous_configs(judge.problem).values() for c in per]
-    configs += sample_configs(judge.problem, np.random.default_rng([seed, 3]), FRONT_DRAWS)
-    outcomes = [o for o in judge.judge_all({c.notation(): c for c in configs}.values()) if "oom" not in o.violations]
-    return sorted(pareto_front(outcomes), key=lambda o: o.time_s)
+    configs = sample_shapes(judge, np.random.default_rng([seed, 3]), draws)
+    return time_cost_front(judge.judge_all(configs))
 
 
-def generate_suite(n: int = DEFAULT_SUITE_SIZE, seed: int = 0, catalog: Catalog | None = None) -> list[JobSpec]:
-    """``n`` specs (see the module docstring); the same ``seed`` gives the same suite."""
+def srifty_space_size(spec: JobSpec, cloud: EmulatedCloud) -> int:
+    """Configurations of srifty's space for ``spec``: power-of-two batches up to what each GPU really holds."""
+    limits = TruthLimits(cloud, spec.model.name or "")
+    return sum(count_configs(p) for p in build_problems(spec, cloud.catalog, limits, "all"))
+
+
+def generate_suite(
+    n: int = DEFAULT_SUITE_SIZE, seed: int = 0, catalog: Catalog | None = None, front_draws: int = FRONT_DRAWS
+) -> list[JobSpec]:
+    """``n`` specs (see the module docstring); the same ``seed`` gives the same suite, and its first ``k`` specs
+    are those of ``generate_suite(k, seed)``. ``front_draws``: shapes drawn for each front (fewer: a coarser
+    front, for tests)."""
     from srifty.catalog import load_catalog
 
     catalog = catalog or load_catalog()
@@ -132,14 +142,14 @@ def generate_suite(n: int = DEFAULT_SUITE_SIZE, seed: int = 0, catalog: Catalog 
         for _ in range(50):
             doc["candidates"] = _candidates(rng, catalog)
             base = spec_from_mapping(doc, f"suite spec {i}")
-            if MIN_SPACE <= count_configs(TruthJudge(cloud, base).problem) <= MAX_SPACE:
+            if MIN_SPACE <= srifty_space_size(base, cloud) <= MAX_SPACE:
                 break
         compute_s = float(np.exp(rng.uniform(*np.log(JOB_COMPUTE_S))))
-        front = _front(base, cloud, seed + i)
+        front = _front(base, cloud, seed + i, front_draws)
         if front:
             doc["iterations"] = max(PROVISIONAL_ITERATIONS // 10, round(compute_s / front[0].iter_s))
             base = spec_from_mapping(doc, f"suite spec {i}")
-            front = _front(base, cloud, seed + i)
+            front = _front(base, cloud, seed + i, front_draws)
         if front:
             u = float(rng.uniform(0.15, 0.5))
             # fastest first: min_cost binds on time near the fast end; min_time binds on cost near the cheap end

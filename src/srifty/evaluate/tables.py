@@ -8,6 +8,7 @@ from typing import Any
 
 from srifty.evaluate.accuracy import AccuracyRun
 from srifty.evaluate.cases import CaseResult, CasesRun
+from srifty.evaluate.seeds import SRIFTY_SPACE_BEST
 from srifty.plan import METHODS
 
 CASE_HEADER = (
@@ -23,6 +24,7 @@ CASE_HEADER = (
 )
 #: How tables print each method (the registry's labels).
 METHOD_LABELS = {name: method.label for name, method in METHODS.items()}
+METHOD_LABELS[SRIFTY_SPACE_BEST] = "best of srifty's space (the judge's search)"
 ACCURACY_HEADER = ("group", "n", "srifty MAPE", "APM MAPE", "Paleo MAPE")
 UNDER_HEADER = ("method", "MAPE", "underestimates", "MAPE when under", "90th pct. when under")
 
@@ -53,7 +55,7 @@ def case_rows(case: CaseResult) -> list[list[str]]:
             _num(opt["throughput_samples_per_s"] if opt else None, ",.0f"),
             "1.000" if opt else "—",
             "",
-            f"{case.truth_s:.1f} ({case.space_size} judged)",
+            f"{case.truth_s:.1f} ({case.reference}, {case.n_judged} judged)",
         ]
     ]
     for m in case.methods:

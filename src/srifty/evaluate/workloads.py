@@ -1,10 +1,11 @@
 """Workloads for the emulated cloud, from srifty's profiles: what a model *is*, independent of any device.
 
-The emulated cloud builds its compute truth from measurements (:mod:`srifty.cloud.compute`); for a model it
-has no workload of (not bundled), it takes one from a profile's op counts here: its parameters in ready order,
-and per phase the FLOPs per sample of convolutions and matrix products, bytes per sample and kernel-launching
-ops. Counts only: no time measured on the profile's device is handed over. ``scripts/cloud_data.py`` makes
-the bundled workloads the same way.
+The emulated cloud builds its compute truth from measurements (:mod:`srifty.cloud.compute`) and counts the
+bundled models itself from their definitions (:mod:`srifty.cloud.architectures`); for a model it has no
+definition of (a user's own), the only description there is is the profile the user gives, so it takes one
+from that profile's op counts here: its parameters in ready order, and per phase the FLOPs per sample of
+convolutions and matrix products, bytes per sample and kernel-launching ops. Counts only: no time measured on
+the profile's device is handed over.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from srifty.cloud import CloudError
+from srifty.cloud.architectures import H200_NAMES
 from srifty.cloud.measured import workloads as bundled_workloads
 from srifty.compute import Profile, load_profile
 from srifty.errors import ArtifactError, ProfileError
@@ -50,8 +52,6 @@ NO_KERNEL = frozenset(
 )
 MATMUL = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear"})
 EMPTY_PHASE = {"conv_flops": 0.0, "matmul_flops": 0.0, "other_flops": 0.0, "bytes": 0.0, "fixed_bytes": 0.0, "ops": 0}
-#: The H200 record's names of srifty's models, where they differ.
-H200_NAMES = {"hf:bert-base": "bert_base_seq128"}
 
 
 def op_class(op: str) -> str:

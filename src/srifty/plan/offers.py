@@ -96,15 +96,6 @@ def _scope(places: Sequence[tuple[str, str]]) -> str:
     return "; ".join(f"{cloud} {', '.join(regions)}" for cloud, regions in by_cloud.items())
 
 
-def _markets(instance: InstanceType, wanted: Market | None) -> list[Market]:
-    markets: list[Market] = []
-    if instance.has_spot and wanted in (None, "spot"):
-        markets.append("spot")
-    if instance.has_on_demand and wanted in (None, "on_demand"):
-        markets.append("on_demand")
-    return markets
-
-
 def _in_zones(offer: Offer, zones: Sequence[str]) -> bool:
     return not zones or any(offer.offered_in(z) for z in zones)
 
@@ -144,9 +135,7 @@ def auto_offers(spec: JobSpec, catalog: Catalog) -> tuple[Offer, ...]:
             "none of those types is listed in those zones",
         ),
     ]
-    offers = [
-        Offer(t, m, spec.quota.get(t.name, spec.default_quota)) for t in types for m in _markets(t, wanted.market)
-    ]
+    offers = [Offer(t, m, spec.quota.get(t.name, spec.default_quota)) for t in types for m in t.markets(wanted.market)]
     if not offers:
         first = steps[0]
         raise SpecError(f"{first[0]} leaves no instance type in {scope}: {first[2]}; widen or remove the filter.")
@@ -190,7 +179,7 @@ def _opt_in_hint(spec: JobSpec, catalog: Catalog, cand: CandidateSpec) -> str:
     zones = sorted(
         (t.cloud, z)
         for t in catalog.instance_types
-        if t.name == cand.instance_type and (t.cloud, t.region) in places and cand.market in _markets(t, None)
+        if t.name == cand.instance_type and (t.cloud, t.region) in places and cand.market in t.markets()
         for z in (t.zones if cand.market == "on_demand" else dict(t.spot_usd_per_hour_by_zone))
     )
     if not zones or not all(opt_in_kind(cloud, z) for cloud, z in zones):
@@ -210,9 +199,7 @@ def _candidate_places(spec: JobSpec, catalog: Catalog, cand: CandidateSpec) -> l
 def _candidate_offers(spec: JobSpec, catalog: Catalog, cand: CandidateSpec) -> list[Offer]:
     places = _candidate_places(spec, catalog, cand)
     named = [t for t in catalog.instance_types if t.name == cand.instance_type and (t.cloud, t.region) in places]
-    return [
-        Offer(t, cand.market, cand.quota, cand.zone) for t in _usable(spec, named) if cand.market in _markets(t, None)
-    ]
+    return [Offer(t, cand.market, cand.quota, cand.zone) for t in _usable(spec, named) if cand.market in t.markets()]
 
 
 def expand_offers(spec: JobSpec, catalog: Catalog) -> tuple[Offer, ...]:

@@ -104,9 +104,10 @@ def cases_sections(item: ReportInput) -> list[Section]:
         if case.get("budget_usd"):
             constraints.append(f"budget ${case['budget_usd']:.2f}")
         judged = (
-            f"{case['space_size']:,} configurations judged"
+            f"every one of the judge's {case['space_size']:,} shapes judged"
             if case.get("reference", "exhaustive") == "exhaustive"
-            else f"{case.get('n_judged', 0):,} of {case['space_size']:,} configurations judged (best-known reference)"
+            else f"{case.get('n_judged', 0):,} configurations judged ({case.get('reference', 'searched')} over "
+            f"the judge's {case['space_size']:,} shapes)"
         )
         intro = (
             f"{case['model']}, goal {case['goal']}, global batch {case['global_batch']}, {case['iterations']} "
@@ -144,8 +145,9 @@ def seeds_sections(item: ReportInput) -> list[Section]:
     text = [
         f"{doc.get('label', 'evaluation')} over {len(seeds)} seeds of the EMULATED cloud "
         f"({', '.join(map(str, seeds))}). "
-        "Ratio: the goal's quantity over the reference's (the true optimum, or the best known in spaces too large to "
-        "judge whole); ∞: a constraint broken on the truth, or no plan where one was feasible."
+        "Ratio: the goal's quantity over the reference's (the best configuration the judge finds in its own, wider "
+        "space: exhaustively, or by branch and bound); ∞: a constraint broken on the truth, or no plan where one "
+        "was feasible."
     ]
     for method, s in summary.items():
         if s.get("n"):
