@@ -212,3 +212,53 @@ def test_the_policy_falls_back_at_the_loss_when_the_deadline_leaves_no_room() ->
     tight = SpotView(20.0, 25.0, None, 0.0, 10.0, 30, "waiting", "loss", None)
     roomy = SpotView(20.0, 3600.0, None, 0.0, 10.0, 30, "waiting", "loss", None)
     assert policy.decide(tight).action == "on_demand" and policy.decide(roomy).action == "spot"
+
+
+@pytest.mark.parametrize(("deadline_s", "action"), [(1000.0, "on_demand"), (100000.0, "spot")])
+def test_the_controller_asks_the_spot_policy_at_a_loss_and_re_plans_on_its_markets(
+    tmp_path: Path, deadline_s: float, action: str
+) -> None:
+    """``srifty run``'s controller asks the spot policy at a spot loss, logs its answer with the reason, and
+    re-plans over on-demand VMs only when it falls back (no processes: the real run is the slow
+    ``test_runtime_local`` test)."""
+    from types import SimpleNamespace
+
+    from srifty.runtime.controller import Controller
+    from srifty.runtime.decisions import DecisionLog
+    from srifty.spec import spec_from_mapping
+    from srifty.vocab import parse_config
+
+    spec = spec_from_mapping(
+        {
+            "model": "resnet50",
+            "global_batch": 256,
+            "iterations": 1000,
+            "goal": "min_cost",
+            "deadline_s": deadline_s,
+            "region": "us-east-1",
+            "candidates": [
+                {"instance_type": "p3.8xlarge", "market": "spot", "quota": 2},
+                {"instance_type": "p3.8xlarge", "market": "on_demand", "quota": 2},
+            ],
+        }
+    )
+    config = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
+    asked: list = []
+
+    def replan(remaining):  # type: ignore[no-untyped-def]
+        asked.append(remaining)
+        return SimpleNamespace(feasible=False, best=None, infeasibility=None)
+
+    # 1,000 iterations of 1 s left at 400 s, 150 s to relaunch: on-demand needs 1,150 s, more than the 600 s
+    # a 1,000 s deadline leaves (fall back); a loose deadline leaves room (stay on spot).
+    policy = SriftyPolicy(JobPace(1.0, 1.0, 150.0), 0.9)
+    log = DecisionLog(tmp_path / "decisions.jsonl")
+    ctl = Controller(spec, config, replan, log, start_s=0.0, window_s=60.0, policy=policy)
+    ctl.on_preemption("p3.8xlarge", "spot", 1, 400.0)
+    decided = next(d for d in log.read() if d.action == "spot_policy")
+    assert decided.details["action"] == action and decided.details["policy"] == "srifty"
+    assert decided.reason.startswith(f"srifty policy: {action} (")
+    assert policy.decide(ctl.spot_view(400.0, "loss")).action == action  # what the replay's call would say
+    markets = {c.market for c in asked[-1].candidates}
+    assert markets == ({"on_demand"} if action == "on_demand" else {"spot", "on_demand"})
+    assert ctl.on_demand_only == (action == "on_demand")
