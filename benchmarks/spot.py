@@ -356,6 +356,7 @@ def write(results: Path) -> None:
         "on the mean cost.",
         "",
         *replay_table(rep),
+        *(["", rep["comment"]] if rep.get("comment") else []),
         "",
         f"Command: `python -m benchmarks.spot replay --starts {rep['starts_per_trace']}`. Machine: "
         f"{rep['machine']}.{_load(rep)}",
