@@ -57,6 +57,7 @@ from srifty.network.testbed.namespaces import HOST_IFACE, down, family_from_cata
 from srifty.plan.methods.additive import apm_predictor
 from srifty.plan.methods.alpha_beta import AlphaBetaModel
 from srifty.processes import ProcessGuard, signals_as_exit
+from srifty.runtime.cpu_quota import WEIGHT_V1
 from srifty.sim import SimOptions, Simulator
 from srifty.vocab import Config, ConfigGroup
 
@@ -114,19 +115,25 @@ class ScaledBandwidth:
 
 
 def make_cgroup(name: str, quota: float) -> Path:
-    """A CPU-quota cgroup (v1) of this run, ``quota`` cores."""
-    path = CGROUP_ROOT / f"srifty-e2e-{RUN_NAME}-{name}"
-    path.mkdir(exist_ok=True)
+    """A CPU-quota cgroup (v1) of this run, ``quota`` cores, inside a group of its own without a quota; both
+    carry the kernel's largest weight, so the emulated VM's cores are its own on a busy machine. The outer
+    group is where the profiler's interference peer goes (it leaves the quota, as another VM would be)."""
+    outer = CGROUP_ROOT / f"srifty-e2e-{RUN_NAME}-{name}"
+    path = outer / "quota"
+    path.mkdir(parents=True, exist_ok=True)
+    for group in (outer, path):
+        (group / "cpu.shares").write_text(str(WEIGHT_V1))
     (path / "cpu.cfs_period_us").write_text("100000")
     (path / "cpu.cfs_quota_us").write_text(str(int(quota * 100000)))
     return path
 
 
 def remove_cgroups() -> None:
-    """Remove this run's cgroups (their processes have been ended by then)."""
-    for path in CGROUP_ROOT.glob(f"srifty-e2e-{RUN_NAME}-*"):
-        with contextlib.suppress(OSError):
-            path.rmdir()
+    """Remove this run's cgroups, inner ones first (their processes have been ended by then)."""
+    for outer in CGROUP_ROOT.glob(f"srifty-e2e-{RUN_NAME}-*"):
+        for path in (outer / "quota", outer):
+            with contextlib.suppress(OSError):
+                path.rmdir()
 
 
 def joining(cgroup: Path) -> Callable[[], None]:

@@ -145,3 +145,16 @@ def test_the_quota_is_read_up_the_hierarchy_and_the_peer_moves_above_it(tmp_path
     assert cpu_quota_cores(tmp_path, "2:cpu:/\n") is None
     assert leave_cpu_quota(tmp_path, "2:cpu:/\n") == "outside any CPU quota (none set)"
     assert leave_cpu_quota(tmp_path, "1:name=systemd:/\n").startswith("no cgroup cpu controller")
+
+
+def test_an_emulated_vms_quota_group_carries_the_largest_weight(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """srifty run's cpu= groups outweigh other processes, so a busy machine does not take an emulated VM's cores
+    (the quota still caps it); checked on a fake cgroup v1 tree."""
+    from srifty.runtime import cpu_quota
+
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1")
+    monkeypatch.setattr(cpu_quota, "CGROUP_FS", tmp_path)
+    group = cpu_quota.QuotaGroups("run-1").cap("10.0.0.2", 0.3)
+    assert (group / "cpu.cfs_quota_us").read_text() == "30000"
+    assert (group / "cpu.shares").read_text() == str(cpu_quota.WEIGHT_V1) == "262144"

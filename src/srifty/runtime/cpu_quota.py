@@ -27,6 +27,10 @@ PERIOD_US = 100_000
 MAX_CORES = 1024.0
 #: Every quota group srifty run makes starts with this.
 PREFIX = "srifty-q-"
+#: A quota group's scheduling weight, the most the kernel allows (v1 ``cpu.shares``, v2 ``cpu.weight``): an
+#: emulated VM's cores are its own, so other processes of a busy machine do not take them (the quota still
+#: caps it).
+WEIGHT_V1, WEIGHT_V2 = 262144, 10000
 
 
 def cpu_root() -> tuple[Path, int] | None:
@@ -80,9 +84,11 @@ class QuotaGroups:
         quota_us = max(1000, round(cores * PERIOD_US))
         if (path / "cpu.max").exists():
             (path / "cpu.max").write_text(f"{quota_us} {PERIOD_US}")
+            (path / "cpu.weight").write_text(str(WEIGHT_V2))
         else:
             (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (path / "cpu.cfs_quota_us").write_text(str(quota_us))
+            (path / "cpu.shares").write_text(str(WEIGHT_V1))
         return path
 
     def members(self, host: str) -> set[int]:
