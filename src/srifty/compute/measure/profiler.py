@@ -316,8 +316,13 @@ def measure_interference_of(
     if not buckets:
         return None, "interference not measured: no gradients to exchange"
     report("interference", 0, 1)
-    measured = measure_interference(trainer, work_batches(probed)[0], buckets, options.interference_reps)
-    report("interference", 1, 1)
+    try:
+        measured = measure_interference(trainer, work_batches(probed)[0], buckets, options.interference_reps)
+    except (RuntimeError, OSError) as err:  # gloo or its store failed: the rest of the profile stands
+        first = str(err).splitlines()[0] if str(err) else ""
+        return None, f"interference not measured: the loopback exchange failed ({type(err).__name__}: {first})"
+    finally:
+        report("interference", 1, 1)
     return measured, ""
 
 
