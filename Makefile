@@ -27,11 +27,14 @@ $(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[torch,dev]'
 	touch $@ $(VENV)/.stamp-core
 
-# SkyPilot in a venv of its own (its pins clash with ours), only to validate exported task YAML with
-# SkyPilot's own schema in the tests.
-$(SKY_VENV)/.stamp:
-	$(PYTHON) -m venv $(SKY_VENV)
-	$(SKY_VENV)/bin/python -m pip install -q skypilot==0.14.1
+# SkyPilot in a venv of its own (srifty never imports it), for the tests: exported task YAML checked with
+# SkyPilot's own schema and dry run, and `srifty launch` against a stand-in cloud (tests/sky_stub.py). The
+# [aws] extra (boto3) is what SkyPilot's AWS dry run needs. The stamp names what is installed, so a change
+# here reinstalls into an existing venv.
+SKY_STAMP := $(SKY_VENV)/.stamp-0.14.1-aws
+$(SKY_STAMP):
+	test -x $(SKY_VENV)/bin/python || $(PYTHON) -m venv $(SKY_VENV)
+	$(SKY_VENV)/bin/python -m pip install -q 'skypilot[aws]==0.14.1'
 	touch $@
 
 demo: $(VENV)/.stamp-core
@@ -43,7 +46,7 @@ lint: $(VENV)/.stamp-dev
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-test: lint $(SKY_VENV)/.stamp
+test: lint $(SKY_STAMP)
 	$(BIN)/python -m pytest -n 2 --timeout 600 $(PYTEST_ARGS)
 
 unit: $(VENV)/.stamp-dev

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def best():  # type: ignore[no-untyped-def]
 
 
 def test_one_task_per_group_with_batches_and_weights(best) -> None:  # type: ignore[no-untyped-def]
-    tasks = skypilot_tasks(best, "Case 6: inception")
+    tasks = skypilot_tasks(best.config, "Case 6: inception")
     assert len(tasks) == len(best.config.groups)
     total_weight = 0.0
     for task, group in zip(tasks, best.config.groups, strict=True):
@@ -40,14 +41,14 @@ def test_one_task_per_group_with_batches_and_weights(best) -> None:  # type: ign
         assert int(env["SRIFTY_GLOBAL_BATCH"]) == 512
         assert int(env["SRIFTY_NNODES"]) == best.config.n_vms
         total_weight += float(env["SRIFTY_GRAD_WEIGHT"]) * group.count * group.instance.gpus_per_vm
-        assert "--rdzv-backend=c10d" in task["run"] and task["name"].startswith("srifty-case-6-inception")
+        assert "--master-addr=" in task["run"] and task["name"].startswith("srifty-case-6-inception")
     assert total_weight == pytest.approx(1.0)
 
 
 def test_written_yaml_round_trips(best, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    paths = write_skypilot(best, tmp_path, "job")
-    assert [yaml.safe_load(p.read_text()) for p in paths] == skypilot_tasks(best, "job")
-    lines = torchrun_commands(best, "job")
+    paths = write_skypilot(best.config, tmp_path, "job")
+    assert [yaml.safe_load(p.read_text()) for p in paths] == skypilot_tasks(best.config, "job")
+    lines = torchrun_commands(best.config, "job")
     assert len(lines) == len(paths) and all("torchrun --nnodes=" in line for line in lines)
 
 
@@ -59,7 +60,7 @@ def sky_validate(paths: list[Path]) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(not SKY_PYTHON.exists(), reason="no .venv-sky with skypilot (make test creates it)")
 def test_yaml_passes_skypilot_schema_validation(best, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    paths = write_skypilot(best, tmp_path, "job")
+    paths = write_skypilot(best.config, tmp_path, "job")
     result = sky_validate(paths)
     assert result.returncode == 0, result.stderr[-2000:]
     broken = tmp_path / "broken.yaml"
@@ -95,17 +96,17 @@ def placed():  # type: ignore[no-untyped-def]
 
 def test_the_zone_is_named_in_every_task_and_torchrun_command(placed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     zone = placed.config.zone
-    for task in skypilot_tasks(placed, "job"):
+    for task in skypilot_tasks(placed.config, "job"):
         assert task["resources"]["zone"] == zone and task["resources"]["region"] == "us-east-1"
         assert task["envs"]["SRIFTY_PLACEMENT"] == f"aws us-east-1 {zone}"
-    header = write_skypilot(placed, tmp_path, "job")[0].read_text()
+    header = write_skypilot(placed.config, tmp_path, "job")[0].read_text()
     assert f"--zone-ids {zone}" in header
-    assert all(f"in aws us-east-1 {zone}" in line for line in torchrun_commands(placed, "job"))
+    assert all(f"in aws us-east-1 {zone}" in line for line in torchrun_commands(placed.config, "job"))
 
 
 @pytest.mark.skipif(not SKY_PYTHON.exists(), reason="no .venv-sky with skypilot (make test creates it)")
 def test_zoned_yaml_passes_skypilot_schema_validation(placed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = sky_validate(write_skypilot(placed, tmp_path, "job"))
+    result = sky_validate(write_skypilot(placed.config, tmp_path, "job"))
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -123,8 +124,8 @@ def test_the_controlled_task_runs_srifty_on_the_head_node_over_the_cluster_nodes
     from srifty.runtime.hosts import parse_hostfile
 
     if len(best.config.groups) > 1:
-        assert write_controlled(best, tmp_path, "job", "job.yaml") is None
-    task = controlled_task(one_group, "job", "my job.yaml", "python train.py --lr 0.1")
+        assert write_controlled(best.config, tmp_path, "job", "job.yaml") is None
+    task = controlled_task(one_group.config, "job", "my job.yaml", "python train.py --lr 0.1")
     assert task is not None and task["num_nodes"] == one_group.config.n_vms
     assert set(task) <= TASK_KEYS and set(task["resources"]) <= RESOURCE_KEYS
     # Run the task's script as SkyPilot would on the head node and on another node, with a stand-in srifty
@@ -147,7 +148,7 @@ def test_the_controlled_task_runs_srifty_on_the_head_node_over_the_cluster_nodes
     head = tmp_path / "node0"
     args = (head / "srifty-args.txt").read_text().splitlines()
     assert args[:6] == ["run", "my job.yaml", "--hosts", "srifty-hosts.txt", "--launcher", "ssh"]
-    assert args[args.index("--config") + 1] == one_group.config.notation()
+    assert args[args.index("--config") + 1] == one_group.config.tagged()
     assert args[args.index("--") + 1 :] == ["python", "train.py", "--lr", "0.1"]
     lines = (head / "srifty-hosts.txt").read_text().splitlines()
     market = one_group.config.groups[0].market
@@ -161,7 +162,70 @@ def test_the_controlled_task_runs_srifty_on_the_head_node_over_the_cluster_nodes
 def test_the_controlled_task_passes_skypilot_schema_validation(one_group, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from srifty.plan.export import write_controlled
 
-    path = write_controlled(one_group, tmp_path, "job", "job.yaml")
+    path = write_controlled(one_group.config, tmp_path, "job", "job.yaml")
     assert path is not None
     result = sky_validate([path])
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_install_sources_a_vm_can_reach(tmp_path: Path) -> None:
+    from srifty.errors import SpecError
+    from srifty.plan.install_source import REMOTE_WHEEL_DIR, installed_source, parse_install
+
+    wheel = tmp_path / "srifty-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK")
+    given = parse_install(str(wheel))
+    assert given.file_mounts() == {f"{REMOTE_WHEEL_DIR}/{wheel.name}": str(wheel)}
+    assert given.setup() == f"pip install {REMOTE_WHEEL_DIR}/{wheel.name}\n"  # ~ left for the VM's shell
+    url = "git+https://github.com/example/srifty@0123abc"
+    assert parse_install(url).setup() == f"pip install {url}\n" and parse_install(url).file_mounts() == {}
+    for bad, why in ((str(tmp_path / "gone.whl"), "no such wheel"), (str(tmp_path), "local folder"), ("  ", "empty")):
+        with pytest.raises(SpecError, match=why):
+            parse_install(bad)
+    assert installed_source() is None  # this checkout is an editable install: nothing a VM can reach
+
+
+def test_aws_zone_ids_become_the_accounts_zone_names(tmp_path: Path) -> None:
+    from srifty.catalog.zone_names import read_zone_names, skypilot_zone, skypilot_zone_names
+    from tests.skypilot_env import seed_catalog
+
+    assert skypilot_zone_names(tmp_path) == {}
+    mapping = read_zone_names(seed_catalog(tmp_path))
+    assert skypilot_zone_names(tmp_path) == mapping and mapping["use1-az4"] != "use1-az4"
+    assert skypilot_zone("aws", "us-east-1", "use1-az4", mapping) == mapping["use1-az4"]
+    assert skypilot_zone("aws", "us-east-1", "use9-az9", mapping) == "use9-az9"  # SkyPilot has no name: the ID
+    assert skypilot_zone("azure", "eastus", "eastus", mapping) is None  # Azure prices spot per region
+    assert skypilot_zone("gcp", "us-central1", "us-central1-a", mapping) == "us-central1-a"
+
+
+@pytest.mark.slow
+def test_a_wheel_install_line_installs_srifty_from_the_wheel_copied_to_the_vm(tmp_path: Path) -> None:
+    """The setup line of a task exported with --install WHEEL, run as SkyPilot runs it after copying the
+    wheel (file_mounts): pip (a dry run, no index: the VM is not here) accepts the copied wheel as srifty."""
+    import sys
+
+    from srifty.plan.install_source import parse_install
+
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(REPO)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("srifty-*.whl")
+    source = parse_install(str(wheel))
+    home = tmp_path / "vm-home"
+    for remote, local in source.file_mounts().items():  # what SkyPilot's file_mounts does on the VM
+        target = home / remote.removeprefix("~/")
+        target.parent.mkdir(parents=True)
+        target.write_bytes(Path(local).read_bytes())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pip").write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -m pip "$@" --dry-run --no-deps --no-index --report "$PIP_REPORT"\n'
+    )
+    (bin_dir / "pip").chmod(0o755)
+    env = {"HOME": str(home), "PATH": f"{bin_dir}:/usr/bin:/bin", "PIP_REPORT": str(tmp_path / "report.json")}
+    ran = subprocess.run(["bash", "-c", source.setup()], env=env, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [item["metadata"]["name"] for item in report["install"]] == ["srifty"]

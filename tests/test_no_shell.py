@@ -79,14 +79,14 @@ def test_a_tampered_state_file_never_reaches_ip_or_torchrun(tmp_path: Path, chan
 
 def test_exported_commands_keep_a_hostile_job_name_out_of_the_shell() -> None:
     """The plain torchrun lines are for the user's shell: values srifty puts in them (the job name, batch
-    sizes, the group) are sanitised or quoted, so each stays one word. (The training command itself is the
-    user's own shell text and is passed through as written.)"""
+    sizes, the group) are sanitised or quoted, so each stays one word. (The training command is split as a
+    shell would split it, and each of its words is quoted.)"""
     from srifty.plan import make_plan
     from srifty.plan.export import torchrun_commands
     from tests.test_planner import latency_ms, predictor, problem
 
     best = make_plan(problem({"t4.1": 2}, 64), predictor(), latency_ms, mode="exhaustive").best
     assert best is not None
-    for line in torchrun_commands(best, "job; touch /tmp/srifty-pwned $(id) `id`"):
+    for line in torchrun_commands(best.config, "job; touch /tmp/srifty-pwned $(id) `id`"):
         words = shlex.split(line.splitlines()[-1])
         assert not [w for w in words if any(m in w for m in (";", "$(", "`", "|", "&"))], words

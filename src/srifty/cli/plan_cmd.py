@@ -17,6 +17,7 @@ from srifty.plan.methods import get_method, planning_methods
 from srifty.plan.result import Plan
 from srifty.plan.scoring import Scored
 from srifty.units import usd_text
+from srifty.vocab import Config
 
 
 def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[str, float]) -> Table:
@@ -289,6 +290,20 @@ def plan_command(
     max_sim_calls: Annotated[int, typer.Option(help="Largest space searched exhaustively.")] = 10_000,
     iters: Annotated[int, typer.Option(help="Iterations sampled per simulation.")] = 100,
     train_command: Annotated[str, typer.Option(help="Training command for the export.")] = "python train.py",
+    install: Annotated[
+        str | None,
+        typer.Option(
+            help="With --skypilot: where the VMs install srifty from, a wheel file or a pip requirement such as "
+            "git+https://github.com/OWNER/srifty@COMMIT (default: where this srifty came from, if a VM can reach it)."
+        ),
+    ] = None,
+    zone_names: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --skypilot: AWS zone ID to name mapping (SkyPilot's az_mappings CSV; default: SkyPilot's "
+            "own cached mapping of your account, if any)."
+        ),
+    ] = None,
     show_pruned: Annotated[
         bool, typer.Option("--show-pruned", help="List every offer and placement pruned before search, and why.")
     ] = False,
@@ -317,7 +332,7 @@ def plan_command(
         plan.save(json_out)
         out.print(f"wrote {json_out}")
     if plan.best is not None and (plan.best.feasible or ignores_constraints):
-        _print_exports(plan, spec_path, skypilot, train_command)
+        _print_exports(plan, spec_path, skypilot, train_command, install, zone_names)
     if plan.infeasibility is not None and not (plan.best is not None and ignores_constraints):
         raise InfeasiblePlanError(
             f"no configuration meets the constraints ({plan.infeasibility.binding_constraint} binds): "
@@ -326,23 +341,46 @@ def plan_command(
         )
 
 
-def _print_exports(plan: Plan, spec_path: Path, skypilot: Path | None, train_command: str) -> None:
+def _print_exports(
+    plan: Plan, spec_path: Path, skypilot: Path | None, train_command: str, install: str | None,
+    zone_names: Path | None,
+) -> None:  # fmt: skip
     """Write the SkyPilot tasks (``--skypilot``) and print the torchrun commands of the chosen configuration."""
-    from srifty.plan.export import torchrun_commands, write_controlled, write_skypilot
+    from srifty.plan.export import torchrun_commands
 
     assert plan.best is not None
+    job = plan.spec_name or spec_path.stem
     if skypilot is not None:
-        job = plan.spec_name or spec_path.stem
-        for path in write_skypilot(plan.best, skypilot, job, train_command):
-            out.print(f"wrote {path}")
-        controlled = write_controlled(plan.best, skypilot, job, spec_path.name, train_command)
-        if controlled is not None:
-            out.print(f"wrote {controlled} (srifty run --hosts on the head node)")
-        else:
-            out.print("no srifty-controlled task: a SkyPilot cluster holds one instance type, this plan has several")
-    out.print(styled("bold", "torchrun commands", " (HEAD_NODE_IP: any VM all others can reach):"))
-    for line in torchrun_commands(plan.best, plan.spec_name or spec_path.stem, train_command):
+        _export_skypilot(plan.best.config, skypilot, job, spec_path, train_command, install, zone_names)
+    out.print(styled("bold", "torchrun commands", " (one line per group of VMs):"))
+    for line in torchrun_commands(plan.best.config, job, train_command):
         out.print(line, soft_wrap=True, markup=False)
+
+
+def _export_skypilot(
+    config: Config, directory: Path, job: str, spec_path: Path, train_command: str, install: str | None,
+    zone_names: Path | None,
+) -> None:  # fmt: skip
+    """``--skypilot DIR``: a task per group, and the srifty-controlled task where there is one."""
+    from srifty.catalog.zone_names import read_zone_names, skypilot_zone_names
+    from srifty.plan.export import workdir_path, write_controlled, write_skypilot
+    from srifty.plan.install_source import HOW, install_source
+
+    source = install_source(install)
+    names = read_zone_names(zone_names) if zone_names is not None else skypilot_zone_names()
+    for path in write_skypilot(config, directory, job, train_command, names, source):
+        out.print(f"wrote {path}")
+    if len(config.groups) > 1:
+        out.print("no srifty-controlled task: a SkyPilot cluster holds one instance type, this plan has several "
+                  "(srifty launch brings up one cluster per group)")  # fmt: skip
+    elif source is None:
+        out.print(
+            f"no srifty-controlled task: the VMs need srifty and this one is installed from a local folder; {HOW}"
+        )
+    else:
+        spec_file = workdir_path(spec_path)
+        controlled = write_controlled(config, directory, job, spec_file, train_command, names, source)
+        out.print(f"wrote {controlled} (srifty run --hosts on the head node; srifty installed from {source.origin})")
 
 
 def simulate_command(

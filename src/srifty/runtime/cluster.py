@@ -60,12 +60,12 @@ from srifty.runtime.local import (
     first_error_line,
     rank_layout,
     torchrun_env,
-    torchrun_target,
     worker_exit_codes,
 )
 from srifty.runtime.progress import DEFAULT_WINDOW_S
 from srifty.runtime.stragglers import find_stragglers
 from srifty.vocab import Config
+from srifty.vocab.commands import torchrun_target
 
 RUN_STATE_KIND = "run-state"
 RUN_STATE_VERSION = 1

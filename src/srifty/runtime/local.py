@@ -37,6 +37,7 @@ from srifty.processes import ProcessGuard
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import DecisionLog
 from srifty.vocab import Config
+from srifty.vocab.commands import torchrun_target
 
 DEFAULT_MTBF_S = 3600.0
 #: Seconds every worker gets to start (import torch, join the rendezvous) before the run gives up.
@@ -109,17 +110,6 @@ def torchrun_env() -> dict[str, str]:
     ignore it instead of refusing an unknown option); a value the user set is kept."""
     name = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"
     return {name: os.environ.get(name, str(TORCHRUN_SHUTDOWN_S))}
-
-
-def torchrun_target(train_command: Sequence[str]) -> list[str]:
-    """What follows torchrun's options: ``python train.py …`` becomes ``train.py …`` (torchrun runs the
-    script with its own Python); any other executable runs as is, under ``--no-python``."""
-    if not train_command:
-        raise SriftyError("no training command given")
-    first = Path(train_command[0]).name
-    if first.startswith("python") and len(train_command) > 1:
-        return list(train_command[1:])
-    return ["--no-python", *train_command]
 
 
 def rank_layout(config: Config) -> list[tuple[int, int]]:
