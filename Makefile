@@ -28,13 +28,14 @@ $(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.stamp-core
 
 # SkyPilot in a venv of its own (srifty never imports it), for the tests: exported task YAML checked with
-# SkyPilot's own schema and dry run, and `srifty launch` against a stand-in cloud (tests/sky_stub.py). The
-# [aws] extra (boto3) is what SkyPilot's AWS dry run needs. The stamp names what is installed, so a change
-# here reinstalls into an existing venv.
-SKY_STAMP := $(SKY_VENV)/.stamp-0.14.1-aws
-$(SKY_STAMP):
+# SkyPilot's own schema and dry run, `srifty launch` against a stand-in cloud (tests/sky_stub.py), and
+# SkyPilot's optimizer calling srifty's time estimator in SkyPilot's process, so srifty (no extras) is installed
+# there too: pip resolves it beside skypilot 0.14.1 without changing SkyPilot's pins. The [aws] extra (boto3)
+# is what SkyPilot's AWS dry run needs. The stamp names what is installed, so a change reinstalls.
+SKY_STAMP := $(SKY_VENV)/.stamp-0.14.1-aws-srifty
+$(SKY_STAMP): pyproject.toml
 	test -x $(SKY_VENV)/bin/python || $(PYTHON) -m venv $(SKY_VENV)
-	$(SKY_VENV)/bin/python -m pip install -q 'skypilot[aws]==0.14.1'
+	$(SKY_VENV)/bin/python -m pip install -q 'skypilot[aws]==0.14.1' -e .
 	touch $@
 
 demo: $(VENV)/.stamp-core

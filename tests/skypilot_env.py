@@ -32,8 +32,9 @@ def imaginary_zone_name(zone_id: str, region: str) -> str:
 
 
 def seed_catalog(runtime_dir: Path, without: Iterable[str] = ()) -> Path:
-    """SkyPilot's ``aws/vms.csv`` and an ``az_mappings`` file under ``runtime_dir/.sky/catalogs/v8/aws``;
-    the types in ``without`` are left out (a type SkyPilot's catalog does not have)."""
+    """SkyPilot's ``aws/vms.csv`` and an ``az_mappings`` file under ``runtime_dir/.sky/catalogs/v8/aws``, and its
+    ``common/accelerators.csv`` (GPU names); the types in ``without`` are left out (a type SkyPilot's catalog
+    does not have)."""
     folder = runtime_dir / ".sky" / "catalogs" / "v8" / "aws"
     folder.mkdir(parents=True, exist_ok=True)
     left_out = set(without)
@@ -43,6 +44,12 @@ def seed_catalog(runtime_dir: Path, without: Iterable[str] = ()) -> Path:
         writer = csv.DictWriter(handle, fieldnames=SKY_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows({**r, "GpuInfo": ""} for r in rows)
+    common = runtime_dir / ".sky" / "catalogs" / "v8" / "common"  # SkyPilot's canonical accelerator names
+    common.mkdir(parents=True, exist_ok=True)
+    with (common / "accelerators.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["AcceleratorName", "Clouds"])
+        writer.writerows((name, "['AWS']") for name in sorted({r["AcceleratorName"] for r in rows}))
     zones = sorted({(r["Region"], r["AvailabilityZone"]) for r in rows})
     mapping = folder / "az_mappings-test.csv"
     with mapping.open("w", newline="") as handle:

@@ -42,6 +42,11 @@ class TraceError(SriftyError):
     """A spot trace file is unreadable, malformed, or names an instance type the catalog lacks."""
 
 
+class LaunchError(SriftyError):
+    """A cloud launch cannot go on: SkyPilot is missing, cannot provision the plan, or one of its calls failed
+    (the message names the command and quotes its output)."""
+
+
 class InfeasiblePlanError(SriftyError):
     """No configuration satisfies the job's constraints.
 

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from srifty import __version__
-from srifty.cli import catalog_cmd, eval_cmd, network_cmd, plan_cmd, profile_cmd, run_cmd, spot_cmd
+from srifty.cli import catalog_cmd, eval_cmd, launch_cmd, network_cmd, plan_cmd, profile_cmd, run_cmd, spot_cmd
 from srifty.cli.console import err, styled
 from srifty.errors import SriftyError
 
@@ -41,6 +41,9 @@ eval_cmd.app.command("spot")(spot_cmd.eval_spot_command)
 app.add_typer(eval_cmd.app, name="eval")
 app.command("report")(eval_cmd.report_command)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run_cmd.run_command)
+app.command("launch", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    launch_cmd.launch_command
+)
 
 
 def _version(value: bool) -> None:
