@@ -229,3 +229,40 @@ def test_a_wheel_install_line_installs_srifty_from_the_wheel_copied_to_the_vm(tm
     assert ran.returncode == 0, ran.stderr[-2000:]
     report = json.loads((tmp_path / "report.json").read_text())
     assert [item["metadata"]["name"] for item in report["install"]] == ["srifty"]
+
+
+def test_a_sharded_controlled_task_runs_the_plan_file_not_config(one_group) -> None:  # type: ignore[no-untyped-def]
+    """`srifty run --config` takes the strategy from the spec (DDP for auto), so a sharded plan goes as --plan."""
+    from srifty.plan.export import controller_command
+
+    sharded = one_group.config.sharded("fsdp")
+    with pytest.raises(ValueError, match="fsdp"):
+        controller_command("job.yaml", sharded, "job", "python train.py")
+    line = controller_command("job.yaml", sharded, "job", "python train.py", "sky/plan.json")
+    assert "--plan sky/plan.json" in line and "--config" not in line
+    checkpointed = one_group.config.sharded("ddp", checkpointing=True)
+    assert "--plan p.json" in controller_command("job.yaml", checkpointed, "job", "python train.py", "p.json")
+    assert "--config" in controller_command("job.yaml", one_group.config, "job", "python train.py")
+
+
+def test_plan_skypilot_writes_the_plan_beside_a_sharded_controlled_task(cli, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from srifty.runtime.api import config_from_plan
+    from srifty.spec import load_spec
+
+    work = tmp_path / "job"  # the folder SkyPilot copies to the VMs
+    (work / "profiles").mkdir(parents=True)
+    profile = "srifty.compute.zoo-tiny_decoder__cpu.json"
+    (work / "profiles" / profile).write_bytes((REPO / "examples" / "profiles" / profile).read_bytes())
+    (work / "job.yaml").write_bytes((REPO / "examples" / "tiny-fsdp.yaml").read_bytes())
+    monkeypatch.chdir(work)
+    install = "git+https://github.com/example/srifty@0123456789abcdef"
+    code, out, err = cli("plan", "job.yaml", "--skypilot", "sky", "--install", install)
+    assert code == 0, err
+    (controlled,) = (work / "sky").glob("*-controlled.yaml")
+    assert "--plan sky/plan.json" in yaml.safe_load(controlled.read_text())["run"]
+    config, _ = config_from_plan(work / "sky" / "plan.json", work / "job.yaml", load_spec("job.yaml"))
+    assert config.parallelism == "fsdp"
+    # outside that folder the VMs could not read the plan: no controlled task, and why
+    code, out, err = cli("plan", "job.yaml", "--skypilot", str(tmp_path / "out"), "--install", install)
+    assert code == 0 and "no srifty-controlled task" in out and "outside" in out, out
+    assert not list((tmp_path / "out").glob("*-controlled.yaml"))

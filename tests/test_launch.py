@@ -154,3 +154,28 @@ def test_launch_mistakes_exit_2_naming_what_to_fix(cli, job: Path, tmp_path: Pat
     for argv, why in cases:
         code, _, err = cli(*argv)
         assert code == 2 and why in err and "Traceback" not in err, (argv, err)
+
+
+def test_a_sharded_plan_reaches_the_controller_through_the_plan_file(cli, job: Path) -> None:  # type: ignore[no-untyped-def]
+    """`srifty run --config` takes the strategy from the spec (DDP for auto): a sharded launch passes the plan."""
+    from srifty.integrations.skypilot.launch import prepare_launch
+    from srifty.integrations.skypilot.sky import Sky
+    from srifty.runtime.api import config_from_plan
+    from srifty.spec import load_spec
+
+    spec_file = spec(job, ONE_GROUP | {"parallelism": "fsdp"})
+    launch = prepare_launch(Path(spec_file), "python train.py", Sky(job / "no-sky"), install=INSTALL)
+    assert launch.config.parallelism == "fsdp"
+    run = str(launch.tasks.controller["run"])
+    assert "--plan runs/srifty-job/sky/plan.json" in run and "--config" not in run
+    planned, _ = config_from_plan(job / "runs/srifty-job/sky/plan.json", job / spec_file, load_spec(spec_file))
+    assert planned == launch.config
+    # a plan given with --plan is passed as it is; DDP keeps --config
+    code, _, err = cli("plan", spec_file, "--json", "given.json")
+    assert code == 0, err
+    given = prepare_launch(Path(spec_file), "python train.py", Sky(job / "no-sky"), plan_path=Path("given.json"),
+                           install=INSTALL, run_dir=job / "runs" / "given")  # fmt: skip
+    assert "--plan given.json" in str(given.tasks.controller["run"])
+    spec(job, ONE_GROUP)
+    ddp = prepare_launch(Path(spec_file), "python train.py", Sky(job / "no-sky"), install=INSTALL)
+    assert "--config " in str(ddp.tasks.controller["run"]) and "--plan" not in str(ddp.tasks.controller["run"])

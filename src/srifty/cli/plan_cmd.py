@@ -17,7 +17,6 @@ from srifty.plan.methods import get_method, planning_methods
 from srifty.plan.result import Plan
 from srifty.plan.scoring import Scored
 from srifty.units import usd_text
-from srifty.vocab import Config
 
 
 def _config_table(title: str, s: Scored, sources: dict[str, str], errors: dict[str, float]) -> Table:
@@ -351,21 +350,24 @@ def _print_exports(
     assert plan.best is not None
     job = plan.spec_name or spec_path.stem
     if skypilot is not None:
-        _export_skypilot(plan.best.config, skypilot, job, spec_path, train_command, install, zone_names)
+        _export_skypilot(plan, skypilot, job, spec_path, train_command, install, zone_names)
     out.print(styled("bold", "torchrun commands", " (one line per group of VMs):"))
     for line in torchrun_commands(plan.best.config, job, train_command):
         out.print(line, soft_wrap=True, markup=False)
 
 
 def _export_skypilot(
-    config: Config, directory: Path, job: str, spec_path: Path, train_command: str, install: str | None,
+    plan: Plan, directory: Path, job: str, spec_path: Path, train_command: str, install: str | None,
     zone_names: Path | None,
 ) -> None:  # fmt: skip
-    """``--skypilot DIR``: a task per group, and the srifty-controlled task where there is one."""
+    """``--skypilot DIR``: a task per group, and the srifty-controlled task where there is one (with the plan
+    beside it, ``DIR/plan.json``, when ``srifty run --config`` cannot carry the configuration's strategy)."""
     from srifty.catalog.zone_names import read_zone_names, skypilot_zone_names
     from srifty.plan.export import workdir_path, write_controlled, write_skypilot
     from srifty.plan.install_source import HOW, install_source
 
+    assert plan.best is not None
+    config = plan.best.config
     source = install_source(install)
     names = read_zone_names(zone_names) if zone_names is not None else skypilot_zone_names()
     for path in write_skypilot(config, directory, job, train_command, names, source):
@@ -379,7 +381,19 @@ def _export_skypilot(
         )
     else:
         spec_file = workdir_path(spec_path)
-        controlled = write_controlled(config, directory, job, spec_file, train_command, names, source)
+        plan_file = None
+        if config.sharding_env():  # `srifty run --config` would run it as the spec says (DDP for auto)
+            try:
+                plan_file = workdir_path(directory / "plan.json")
+            except SpecError as error:
+                out.print(
+                    f"no srifty-controlled task: it runs {config.describe()} from the plan file, "
+                    f"which the VMs must see: {error}"
+                )
+                return
+            plan.save(directory / "plan.json")
+            out.print(f"wrote {directory / 'plan.json'} (the controlled task runs {config.describe()} from it)")
+        controlled = write_controlled(config, directory, job, spec_file, train_command, names, source, plan_file)
         out.print(f"wrote {controlled} (srifty run --hosts on the head node; srifty installed from {source.origin})")
 
 

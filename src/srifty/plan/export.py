@@ -271,9 +271,11 @@ def controlled_task(
     train_command: str = DEFAULT_TRAIN_COMMAND,
     zone_names: Mapping[str, str] | None = None,
     install: InstallSource | None = None,
+    plan_file: str | None = None,
 ) -> dict[str, Any] | None:
     """One SkyPilot task whose head node runs ``srifty run --hosts`` over the cluster's nodes, or ``None``
-    when the configuration has several groups (one SkyPilot cluster holds one instance type)."""
+    when the configuration has several groups (one SkyPilot cluster holds one instance type). ``plan_file``:
+    see :func:`controller_command`."""
     if len(config.groups) != 1:
         return None
     group = config.groups[0]
@@ -281,7 +283,7 @@ def controlled_task(
     run = (
         'if [ "$SKYPILOT_NODE_RANK" = "0" ]; then\n'
         f"  printf '%s {group.instance.name} {group.market}\\n' $SKYPILOT_NODE_IPS > srifty-hosts.txt\n"
-        f"  {controller_command(spec_file, config, job, train_command)}\n"
+        f"  {controller_command(spec_file, config, job, train_command, plan_file)}\n"
         "fi\n"
     )
     task = {
@@ -310,11 +312,27 @@ def workdir_path(path: str | Path, workdir: str | Path = ".") -> str:
         ) from None
 
 
-def controller_command(spec_file: str, config: Config, job: str, train_command: str) -> str:
-    """``srifty run SPEC --hosts srifty-hosts.txt --launcher ssh …`` as the head node runs it."""
+def controller_command(
+    spec_file: str, config: Config, job: str, train_command: str, plan_file: str | None = None
+) -> str:
+    """``srifty run SPEC --hosts srifty-hosts.txt --launcher ssh …`` as the head node runs it.
+
+    The configuration goes as ``--config`` when that carries all of it (DDP without checkpointing); a sharded
+    or checkpointed one needs ``plan_file`` (the plan's path inside the workdir, ``--plan``), since ``srifty
+    run --config`` takes the strategy from the spec, where ``parallelism: auto`` means DDP.
+
+    Raises:
+        ValueError: ``config`` is sharded or checkpointed and no ``plan_file`` is given.
+    """
+    if plan_file is not None:
+        chosen = f"--plan {shlex.quote(plan_file)}"
+    elif config.sharding_env():
+        raise ValueError(f"{config.describe()}: srifty run --config cannot carry its strategy; give the plan file")
+    else:
+        chosen = f"--config {shlex.quote(config.tagged())}"
     return (
         f"srifty run {shlex.quote(spec_file)} --hosts srifty-hosts.txt --launcher ssh --ssh-key {SKY_SSH_KEY} "
-        f"--ssh-option StrictHostKeyChecking=accept-new --config {shlex.quote(config.tagged())} "
+        f"--ssh-option StrictHostKeyChecking=accept-new {chosen} "
         f"--run-dir runs/{job} -- {shlex.join(split_command(train_command))}"
     )
 
@@ -327,9 +345,10 @@ def write_controlled(
     train_command: str = DEFAULT_TRAIN_COMMAND,
     zone_names: Mapping[str, str] | None = None,
     install: InstallSource | None = None,
+    plan_file: str | None = None,
 ) -> Path | None:
     """Write :func:`controlled_task` as ``<name>.yaml`` (atomically); ``None`` for a multi-group configuration."""
-    task = controlled_task(config, job_name, spec_file, train_command, zone_names, install)
+    task = controlled_task(config, job_name, spec_file, train_command, zone_names, install, plan_file)
     if task is None:
         return None
     header = (

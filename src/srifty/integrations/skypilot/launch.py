@@ -72,8 +72,10 @@ def launch_tasks(
     train_command: str,
     zone_names: Mapping[str, str],
     install: InstallSource,
+    plan_file: str | None = None,
 ) -> LaunchTasks:
-    """The tasks of launching ``config`` (``spec_file``: the spec's path inside the workdir)."""
+    """The tasks of launching ``config`` (``spec_file``, ``plan_file``: paths inside the workdir; a sharded or
+    checkpointed configuration needs the plan, see :func:`~srifty.plan.export.controller_command`)."""
     job = job_id(job_name)
     groups = []
     for index, group in enumerate(config.groups):
@@ -92,7 +94,7 @@ def launch_tasks(
         "envs": {"SRIFTY_HOSTS": None},  # given by `sky exec --env` once every cluster is up
         "run": (
             "printf '%s\\n' \"$SRIFTY_HOSTS\" | tr ';' '\\n' > srifty-hosts.txt\n"
-            + controller_command(spec_file, config, job, train_command)
+            + controller_command(spec_file, config, job, train_command, plan_file)
             + "\n"
         ),
     }
@@ -291,17 +293,26 @@ def prepare_launch(
     if source is None:
         raise LaunchError(f"the VMs need srifty and this one is installed from a local folder; {HOW}")
     spec = load_spec(spec_path)
+    job = job_id(spec.name or spec_path.stem)
+    folder = run_dir if run_dir is not None else Path("runs") / job
+    plan = None
     if plan_path is not None:
         config, _ = config_from_plan(plan_path, spec_path, spec)
+        plan_json = plan_path
     else:
+        plan_json = folder / "sky" / "plan.json"
         plan, _ = plan_spec(spec_path)
         if plan.best is None or not plan.best.feasible:
             why = plan.infeasibility.message if plan.infeasibility is not None else "no configuration found"
             binding = plan.infeasibility.binding_constraint if plan.infeasibility is not None else ""
             raise InfeasiblePlanError(f"nothing to launch: {why}", binding)
         config = plan.best.config
+    plan_file = None
+    if config.sharding_env():  # `srifty run --config` would run it as the spec says (DDP for auto)
+        plan_file = workdir_path(plan_json)
+        if plan is not None:
+            plan.save(plan_json)
     names = read_zone_names(zone_names) if zone_names is not None else skypilot_zone_names()
-    tasks = launch_tasks(config, spec.name or spec_path.stem, spec_file, train_command, names, source)
-    folder = run_dir if run_dir is not None else Path("runs") / tasks.job
+    tasks = launch_tasks(config, spec.name or spec_path.stem, spec_file, train_command, names, source, plan_file)
     report(f"the plan: {config.tagged()} in {config.where()}; its SkyPilot tasks in {folder / 'sky'}")
     return Launch(config, tasks, sky, folder, report)
