@@ -1,7 +1,7 @@
 """A stand-in for SkyPilot's ``sky`` command on an EMULATED cloud, for tests. Runs in a venv with skypilot.
 
 Everything SkyPilot decides is SkyPilot's own: task files are read and checked by ``sky.Task.from_yaml``
-(schema, ``--env`` overrides, values that must be given), and every ``launch`` first goes through SkyPilot's
+(schema, ``--env`` overrides, values that must be given), and ``launch --dryrun`` goes through SkyPilot's
 real dry run (``sky.execution.launch(dryrun=True)``: the optimizer, the catalog lookup of the instance type in
 its region and zone, the spot market). Only the cloud is stubbed, as SkyPilot's own dry-run tests stub it
 (``tests/common_test_fixtures.py``, ``enable_all_clouds``): AWS counts as enabled without credentials, the
@@ -10,12 +10,15 @@ interfaces (SkyPilot asks the EC2 API for both). SkyPilot's catalog is whatever 
 ``$SKY_RUNTIME_DIR/.sky/catalogs/v8/aws/`` (it cannot download one here), and its AWS zone names come from the
 ``az_mappings-*.csv`` file there, as SkyPilot reads it when it cannot ask AWS.
 
-Past the dry run the cloud is emulated: ``launch`` records the cluster in ``$SKY_STUB_STATE/clusters.json``
+Past the dry run the cloud is emulated: ``launch`` (without ``--dryrun``) and ``exec`` read the task file
+without SkyPilot (:func:`plain_task`: ``--env`` overrides, and a value left unset refused as SkyPilot refuses
+it), since ``srifty launch`` has dry-run every file with SkyPilot just before and importing SkyPilot costs
+5-9 s a call on the test machine. ``launch`` records the cluster in ``$SKY_STUB_STATE/clusters.json``
 with addresses 127.0.<cluster>.<node> and runs the task's ``run`` on the head node with SkyPilot's variables
 (``SKYPILOT_NODE_RANK``, ``SKYPILOT_NODE_IPS``, ``SKYPILOT_NUM_NODES``); ``setup`` is not run (it installs
 things on a VM). ``exec`` runs a task's ``run`` the same way on an existing cluster, ``status --ip`` prints a
 head address, ``down`` forgets clusters. Every call is appended to ``$SKY_STUB_STATE/calls.jsonl``.
-``SKY_STUB_FAIL=VERB:CLUSTER`` makes that call fail after its dry run, as a cloud out of capacity would.
+``SKY_STUB_FAIL=VERB:CLUSTER`` makes that call fail, as a cloud out of capacity would.
 
 Usage: ``python sky_stub.py launch|exec|status|down …`` (the subset of sky's CLI srifty uses), or
 ``python sky_stub.py dryrun FILE…`` to dry-run many task files in one process.
@@ -29,8 +32,11 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 
 def stub_clouds() -> None:
@@ -72,6 +78,29 @@ def load_task(path: str, envs: list[str]) -> Any:
 
     overrides = [(k, v) for k, _, v in (item.partition("=") for item in envs)]
     return dag_utils.load_chain_dag_from_yaml(path, env_overrides=overrides).tasks[0]
+
+
+@dataclass
+class PlainTask:
+    """What the emulated cloud needs of a task file already dry-run by SkyPilot."""
+
+    name: str
+    num_nodes: int
+    envs: dict[str, str]
+    run: str | None
+
+
+def plain_task(path: str, envs: list[str]) -> PlainTask:
+    """The task file with ``--env K=V`` applied; exits 1 naming a variable left without a value, as SkyPilot
+    does."""
+    doc = yaml.safe_load(Path(path).read_text()) or {}
+    values = {**(doc.get("envs") or {}), **dict(item.partition("=")[::2] for item in envs)}
+    unset = [k for k, v in values.items() if v is None]
+    if unset:
+        print(f"ValueError: environment variable(s) {unset} have no value; pass them with --env (emulated check)")
+        sys.exit(1)
+    return PlainTask(doc.get("name", ""), int(doc.get("num_nodes", 1)), {k: str(v) for k, v in values.items()},
+                     doc.get("run"))  # fmt: skip
 
 
 def dry_run(task: Any, cluster: str | None) -> None:
@@ -157,17 +186,14 @@ def main(argv: list[str]) -> int:
             print(f"Terminating cluster {name}..." if clusters.pop(name, None) else f"Cluster {name} not found.")
         _save(clusters)
         return 0
-    stub_clouds()
-    if args.verb == "dryrun":
-        for path in args.files:
-            dry_run(load_task(path, args.env), None)
+    if args.verb == "dryrun" or (args.verb == "launch" and args.dryrun):
+        stub_clouds()
+        for path in args.files if args.verb == "dryrun" else [args.yaml]:
+            dry_run(load_task(path, args.env), getattr(args, "cluster", None))
             print(f"dry run passed: {path}")
         return 0
-    task = load_task(args.yaml, args.env)
+    task = plain_task(args.yaml, args.env)
     if args.verb == "launch":
-        dry_run(task, args.cluster)
-        if args.dryrun:
-            return 0
         _fail_if_asked("launch", args.cluster)
         index = len(clusters) + 1
         ips = [f"127.0.{index}.{node + 1}" for node in range(task.num_nodes)]
