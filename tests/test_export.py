@@ -104,12 +104,6 @@ def test_the_zone_is_named_in_every_task_and_torchrun_command(placed, tmp_path: 
     assert all(f"in aws us-east-1 {zone}" in line for line in torchrun_commands(placed.config, "job"))
 
 
-@pytest.mark.skipif(not SKY_PYTHON.exists(), reason="no .venv-sky with skypilot (make test creates it)")
-def test_zoned_yaml_passes_skypilot_schema_validation(placed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = sky_validate(write_skypilot(placed.config, tmp_path, "job"))
-    assert result.returncode == 0, result.stderr[-2000:]
-
-
 @pytest.fixture(scope="module")
 def one_group():  # type: ignore[no-untyped-def]
     plan = make_plan(problem({"t4.1": 4}, 512), predictor(), latency_ms, mode="exhaustive")
@@ -156,16 +150,6 @@ def test_the_controlled_task_runs_srifty_on_the_head_node_over_the_cluster_nodes
     # the planner's test type stands for a catalog one: the lines are a valid host file
     hosts = parse_hostfile("\n".join(line.replace("t4.1", "g4dn.xlarge") for line in lines), "us-east-1")
     assert [h.address for h in hosts] == ["10.0.0.5", "10.0.0.6"]
-
-
-@pytest.mark.skipif(not SKY_PYTHON.exists(), reason="no .venv-sky with skypilot (make test creates it)")
-def test_the_controlled_task_passes_skypilot_schema_validation(one_group, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from srifty.plan.export import write_controlled
-
-    path = write_controlled(one_group.config, tmp_path, "job", "job.yaml")
-    assert path is not None
-    result = sky_validate([path])
-    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_install_sources_a_vm_can_reach(tmp_path: Path) -> None:
