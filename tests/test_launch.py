@@ -75,7 +75,8 @@ def test_dryrun_goes_through_skypilots_dry_run_and_rents_nothing(cli, job: Path,
     assert record["dryrun"] is True and record["clusters"] == [] and len(record["calls"]) == 2
     group = yaml.safe_load((job / "runs" / "srifty-job" / "sky" / f"{calls[0][3]}.yaml").read_text())
     assert group["resources"]["use_spot"] is True and not group["resources"]["zone"].startswith("use1-")
-    assert group["setup"] == f"pip install {INSTALL}\n" and group["num_nodes"] == 2
+    count = int(record["config"].split("x")[0])  # the plan's VMs, "2xg4dn.12xlarge@128[spot]"
+    assert group["setup"] == f"pip install {INSTALL}\n" and group["num_nodes"] == count
 
 
 @pytest.mark.slow
