@@ -96,7 +96,12 @@ def test_every_command_srifty_plan_prints_runs_as_printed(exported: list[Exporte
     stub_bin(bin_dir, "torchrun", STUBS / "torchrun.py")
     shutil.copy(STUBS / "train.py", tmp_path / "train.py")
     planned = [e for e in exported if e.code == 0]
-    assert len(planned) >= len(exported) - 1, [(e.spec.name, e.out[-300:]) for e in exported if e.code]
+    # examples whose constraints nothing meets (case 6's deadline; since issue 23 some spot deadlines at the
+    # default confidence) exit 2 naming the binding constraint; every other one plans
+    assert all(e.code == 0 or (e.code == 2 and "binds" in e.out) for e in exported), [
+        (e.spec.name, e.out[-300:]) for e in exported if e.code
+    ]
+    assert len(planned) >= 12, [e.spec.name for e in exported if e.code]
     for e in exported:
         if e.code != 0:  # an infeasible example prints the error and no command
             assert e.code == 2 and not e.printed_lines() and "error:" in e.out, e.out[-500:]
