@@ -18,7 +18,6 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
-from dataclasses import replace
 from typing import Any
 
 from benchmarks.common import ROOT, machine_description, write_section
@@ -36,7 +35,7 @@ TARGET_S = 2.0
 
 def plan_case(name: str, goal: str, budget: float | None = None) -> dict[str, Any]:
     spec = load_spec(ROOT / "examples" / f"{name}.yaml").resolve_paths(ROOT / "examples")
-    spec = replace(spec, goal=goal, budget_usd=budget) if goal == "min_time" else spec
+    spec = spec.model_copy(update={"goal": goal, "budget_usd": budget}) if goal == "min_time" else spec
     catalog = load_catalog()
     inputs = resolve(spec, catalog, sorted({o.instance for o in expand_offers(spec, catalog)}, key=lambda i: i.name))
     times, plan = [], None
