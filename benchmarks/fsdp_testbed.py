@@ -15,8 +15,11 @@ t_step / d`` with a forward all-gather ``AG`` exposed before the first block's c
 APM's alpha-beta model (fitted on the same testbed probes, every collective as an allreduce of the same bus
 bandwidth, the analytical models' usual assumption), no overlap slowdown (none measured: issue 27's interference
 factors are not in yet). Compute of each type comes from ``srifty profile`` of the model under the type's quota.
-Measured: rank 0's own per-iteration timestamps after ``WARMUP`` iterations (the last one, which checkpoints,
-left out).
+Measured: real training on the testbed hosts (``torchrun`` in each host's namespace, one process a host in a
+cgroup of its quota: :func:`benchmarks.end_to_end.run_ddp` with :mod:`benchmarks.fsdp_worker`, the model,
+optimizer and ``srifty.torch.fsdp.parallelize`` of ``examples/train_fsdp.py``), rank 0's iteration times after
+``WARMUP`` iterations. (Not under ``srifty run --hosts``: that needs the testbed's controller address, which a
+leaked testbed of another run held on this machine; ``make test`` runs an FSDP job under ``srifty run`` there.)
 
 HSDP is not run here: it needs several processes per host, and these hosts stand for one-GPU VMs.
 
@@ -29,21 +32,19 @@ time on the testbed"; ``--from-results`` re-renders the section only.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import re
 import statistics
+import tempfile
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from benchmarks import end_to_end as e2e
-from benchmarks import multihost as mh
-from benchmarks import multihost_resnet as mhr
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
@@ -158,32 +159,15 @@ def predict_all(guard: Any) -> dict[str, Any]:
             "machine": machine_description(), "rows": rows}  # fmt: skip
 
 
-def measure(index: int, hosts: tuple[e2e.Host, ...], strategy: str) -> dict[str, Any]:
-    iterations = WARMUP + MEASURED + 1
-    job = mh.Job(
-        config=host_config(hosts), command=("python", "examples/train_fsdp.py"), env={"TRAIN_FSDP_MODEL": "small"},
-        iterations=iterations, ckpt_every=iterations, heartbeat_timeout_s=10.0, lease_s=20.0,
-    )  # fmt: skip
-    with mhr.testbed(len(hosts), SEED + index) as (state, folder):
-        doc = {
-            "model": {"profiles": [str(p) for p in sorted(PROFILES.glob("*.json"))][:1]},
-            "global_batch": sum(h.batch for h in hosts), "iterations": iterations, "goal": "min_time",
-            "region": "us-east-1", "parallelism": strategy, "activation_checkpointing": "off",
-            "candidates": [{"instance_type": t, "market": "spot", "quota": 4} for t in set(STANDS_FOR.values())],
-        }  # fmt: skip
-        spec = folder / "job.yaml"
-        spec.write_text(yaml.safe_dump(doc))
-        lines = [f"{h.ip} {STANDS_FOR[e.quota]} spot cpu={e.quota:g}" for h, e in zip(state.hosts, hosts, strict=True)]
-        hostfile = folder / "hosts.txt"
-        hostfile.write_text("\n".join(lines) + "\n")
-        run = mh.run_scenario("run", spec, hostfile, folder, ["--launcher", "netns", "--testbed", e2e.RUN_NAME],
-                              None, False, job)  # fmt: skip
-        text = "".join(p.read_text(errors="replace") for p in sorted((folder / "run" / "hosts").glob("*.log")))
-    stamps = sorted((int(i), float(t)) for i, t in LINE.findall(text))
-    kept = [t for i, t in stamps if WARMUP <= i <= iterations - 1]
-    intervals = [b - a for a, b in itertools.pairwise(kept)]
-    return {"intervals_s": intervals, "measured_mean_s": statistics.fmean(intervals),
-            "measured_std_s": statistics.stdev(intervals), "run_wall_s": run["wall_s"]}  # fmt: skip
+def measure(index: int, hosts: tuple[e2e.Host, ...], strategy: str, guard: Any, out: Path) -> dict[str, Any]:
+    """Real training on testbed hosts (:func:`benchmarks.end_to_end.run_ddp` with :mod:`benchmarks.fsdp_worker`),
+    each host's processes in a cgroup of its quota; rank 0's iteration times after the warm-up."""
+    case = e2e.Case(f"decoder {strategy} {index}", MODEL, FAMILY, hosts)
+    cgroups = [e2e.make_cgroup(f"h{j}", h.quota) for j, h in enumerate(hosts)]
+    env = {"SRIFTY_PARALLELISM": strategy, "SRIFTY_SHARD_GROUP_SIZE": str(len(hosts))}
+    times = e2e.run_ddp(case, cgroups, SEED + index, WARMUP, MEASURED, out, guard, "benchmarks.fsdp_worker", env)
+    return {"intervals_s": times, "measured_mean_s": statistics.fmean(times),
+            "measured_std_s": statistics.stdev(times)}  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -192,10 +176,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(RESULTS, json.dumps({"predictions": predictions}, indent=1))
         measured = []
+        out = Path(tempfile.mkdtemp(prefix="srifty-fsdp-"))
         for index, (row, (name, hosts)) in enumerate(
             zip(predictions["rows"], [c for c in CASES for _ in STRATEGIES], strict=True)
         ):
-            result = measure(index, hosts, row["strategy"])
+            result = measure(index, hosts, row["strategy"], guard, out)
             measured.append({**row, **result})
             print(f"measured {name} {row['strategy']}: {result['measured_mean_s'] * 1e3:.0f} ms", flush=True)
     return {"predictions": predictions, "rows": measured, "machine": machine_description()}
@@ -208,8 +193,9 @@ def _mape(rows: list[dict[str, Any]], key: str) -> float:
 def render(results: dict[str, Any]) -> str:
     rows = results["rows"]
     lines = [
-        "A 5.8 M-parameter decoder-only transformer (`srifty.compute.zoo:decoder`, 6 blocks, 128 tokens, AdamW) under",
-        "`srifty run --hosts` on testbed hosts (g4dn.8xlarge links at 1/50; one process a host under a CPU quota,",
+        "A 5.8 M-parameter decoder-only transformer (`srifty.compute.zoo:decoder`, 6 blocks, 128 tokens, AdamW)",
+        "trained with `srifty.torch.fsdp.parallelize` on testbed hosts (g4dn.8xlarge links at 1/50; one process a",
+        "host under a CPU quota,",
         "0.6 or 0.3 cores), FSDP2 `fully_shard` over gloo and, beside it, DDP. Predictions saved at "
         + results["predictions"]["written_utc"]
         + " before the first run.",
