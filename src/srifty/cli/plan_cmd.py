@@ -435,6 +435,7 @@ def simulate_command(
     table.add_column("value", justify="right")
     ms = 1000.0
     for name, value in [
+        ("configuration", parsed.describe()),
         ("world size (GPUs)", f"{r.world_size}"),
         ("global batch", f"{r.global_batch}"),
         ("iteration mean ± std", f"{r.iter_mean_s * ms:,.2f} ± {r.iter_std_s * ms:,.2f} ms"),
