@@ -1,25 +1,25 @@
-"""A real small transformer sharded with FSDP (and, beside it, replicated with DDP) under ``srifty run --hosts``
-on the network testbed: predicted against measured iteration time on 2, 3 (heterogeneous) and 4 hosts, with
-srifty's FSDP timeline and a Galvatron-style analytical baseline.
+"""A real small transformer sharded with FSDP (and, beside it, replicated with DDP) on the network testbed:
+predicted against measured iteration time on 2, 3 (heterogeneous) and 4 hosts, with srifty's FSDP timeline and
+a Galvatron-style analytical baseline.
 
-``examples/train_fsdp.py`` with ``TRAIN_FSDP_MODEL=small`` (``srifty.compute.zoo:decoder``: a 5.8 M-parameter
-decoder-only transformer, 6 blocks, 128 tokens, AdamW, FSDP2 ``fully_shard`` over gloo, explicit prefetch)
-runs on testbed hosts (network namespaces, links ``tc``-shaped to g4dn.8xlarge's rated 50 Gbps at 1/50: an
-emulation of cloud links on one machine), one process per host, each host's processes under a CPU quota
-(``cpu=`` in the host file: 0.6 or 0.3 cores) standing for two VM types, as in the resnet18 benchmark.
+``srifty.compute.zoo:decoder`` (a 5.8 M-parameter decoder-only transformer, 6 blocks, 128 tokens, AdamW, FSDP2
+``fully_shard`` over gloo, explicit prefetch) runs on testbed hosts (network namespaces, links ``tc``-shaped to
+g4dn.8xlarge's rated 50 Gbps at 1/50: an emulation of cloud links on one machine), one process per host, each
+host's processes under a CPU quota (0.6 or 0.3 cores) standing for two VM types, as in the resnet18 benchmark.
 
-Predictions are made and **saved with a timestamp before any run starts**: srifty's simulator (FSDP: the
-per-unit timeline of :mod:`srifty.sim.fsdp` with the embedded bandwidth model's all-gather and reduce-scatter
-answers; DDP: its event-driven allreduce), and the Galvatron-style baseline: ``t_fw + max(t_bwd, AG + RS) +
-t_step / d`` with a forward all-gather ``AG`` exposed before the first block's compute, communication times from
-APM's alpha-beta model (fitted on the same testbed probes, every collective as an allreduce of the same bus
-bandwidth, the analytical models' usual assumption), no overlap slowdown (none measured: issue 27's interference
-factors are not in yet). Compute of each type comes from ``srifty profile`` of the model under the type's quota.
-Measured: real training on the testbed hosts (``torchrun`` in each host's namespace, one process a host in a
-cgroup of its quota: :func:`benchmarks.end_to_end.run_ddp` with :mod:`benchmarks.fsdp_worker`, the model,
-optimizer and ``srifty.torch.fsdp.parallelize`` of ``examples/train_fsdp.py``), rank 0's iteration times after
-``WARMUP`` iterations. (Not under ``srifty run --hosts``: that needs the testbed's controller address, which a
-leaked testbed of another run held on this machine; ``make test`` runs an FSDP job under ``srifty run`` there.)
+Predictions are made and **saved with a timestamp before any run starts**: srifty's simulator (FSDP: the per-unit
+timeline of :mod:`srifty.sim.fsdp` with the embedded bandwidth model's all-gather and reduce-scatter answers; DDP:
+its event-driven allreduce; both with the interference the profile measured), and the Galvatron-style baseline:
+``t_fw + max(t_bwd, AG + RS) + t_step / d`` with a forward all-gather ``AG`` exposed before the first block's
+compute, communication times from APM's alpha-beta model (fitted on the same testbed probes, every collective as an
+allreduce of the same bus bandwidth, the analytical models' usual assumption), no overlap slowdown. Compute of each
+type comes from ``srifty profile`` of the model under the type's quota. Measured: real training on the testbed hosts
+(``torchrun`` in each host's namespace, one process a host in a cgroup of its quota:
+:func:`benchmarks.end_to_end.run_ddp` with :mod:`benchmarks.fsdp_worker`, the model, optimizer and
+``srifty.torch.fsdp.parallelize`` of ``examples/train_fsdp.py``), rank 0's iteration times after ``WARMUP``
+iterations, with the cores other processes used meanwhile (a lower bound). Not under ``srifty run --hosts``: that
+needs the testbed's controller address, which a leaked testbed of another run held on this machine when this was
+written; ``make test`` runs an FSDP job under ``srifty run`` on the testbed.
 
 HSDP is not run here: it needs several processes per host, and these hosts stand for one-GPU VMs.
 
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import statistics
 import tempfile
 import time
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import end_to_end as e2e
-from benchmarks.common import ROOT, machine_description, write_section
+from benchmarks.common import ROOT, cpu_seconds, machine_description, others_cores, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
 from srifty.compute import Profile, load_profile
@@ -165,9 +166,11 @@ def measure(index: int, hosts: tuple[e2e.Host, ...], strategy: str, guard: Any, 
     case = e2e.Case(f"decoder {strategy} {index}", MODEL, FAMILY, hosts)
     cgroups = [e2e.make_cgroup(f"h{j}", h.quota) for j, h in enumerate(hosts)]
     env = {"SRIFTY_PARALLELISM": strategy, "SRIFTY_SHARD_GROUP_SIZE": str(len(hosts))}
+    before, started = cpu_seconds(), time.perf_counter()
     times = e2e.run_ddp(case, cgroups, SEED + index, WARMUP, MEASURED, out, guard, "benchmarks.fsdp_worker", env)
+    others = others_cores(before, cpu_seconds(), time.perf_counter() - started)
     return {"intervals_s": times, "measured_mean_s": statistics.fmean(times),
-            "measured_std_s": statistics.stdev(times)}  # fmt: skip
+            "measured_std_s": statistics.stdev(times), "other_processes_cores": others}  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -177,12 +180,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         atomic_write_text(RESULTS, json.dumps({"predictions": predictions}, indent=1))
         measured = []
         out = Path(tempfile.mkdtemp(prefix="srifty-fsdp-"))
-        for index, (row, (name, hosts)) in enumerate(
-            zip(predictions["rows"], [c for c in CASES for _ in STRATEGIES], strict=True)
-        ):
-            result = measure(index, hosts, row["strategy"], guard, out)
-            measured.append({**row, **result})
-            print(f"measured {name} {row['strategy']}: {result['measured_mean_s'] * 1e3:.0f} ms", flush=True)
+        try:
+            for index, (row, (name, hosts)) in enumerate(
+                zip(predictions["rows"], [c for c in CASES for _ in STRATEGIES], strict=True)
+            ):
+                result = measure(index, hosts, row["strategy"], guard, out)
+                measured.append({**row, **result})
+                said = f"{result['measured_mean_s'] * 1e3:.0f} ms, others {result['other_processes_cores']:.2f} cores"
+                print(f"measured {name} {row['strategy']}: {said}", flush=True)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
     return {"predictions": predictions, "rows": measured, "machine": machine_description()}
 
 
@@ -200,8 +207,9 @@ def render(results: dict[str, Any]) -> str:
         + results["predictions"]["written_utc"]
         + " before the first run.",
         "",
-        "| case | hosts | strategy | measured ms | srifty ms (error) | Galvatron-style ms (error) |",
-        "|---|---|---|---|---|---|",
+        "| case | hosts | strategy | measured ms | srifty ms (error) | Galvatron-style ms (error) "
+        "| other processes, cores |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         m = r["measured_mean_s"]
@@ -209,7 +217,8 @@ def render(results: dict[str, Any]) -> str:
             f"| {r['case']} | {r['host_config']} | {r['strategy']} | "
             f"{m * 1e3:,.0f} ± {r['measured_std_s'] * 1e3:,.0f} | "
             f"{r['srifty_s'] * 1e3:,.0f} ({100 * (r['srifty_s'] / m - 1):+.1f} %) | "
-            f"{r['galvatron_s'] * 1e3:,.0f} ({100 * (r['galvatron_s'] / m - 1):+.1f} %) |"
+            f"{r['galvatron_s'] * 1e3:,.0f} ({100 * (r['galvatron_s'] / m - 1):+.1f} %) | "
+            f"{r.get('other_processes_cores', float('nan')):.2f} |"
         )
     for strategy in STRATEGIES:
         picked = [r for r in rows if r["strategy"] == strategy]
