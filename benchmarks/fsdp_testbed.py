@@ -160,14 +160,17 @@ def predict_all(guard: Any) -> dict[str, Any]:
             "machine": machine_description(), "rows": rows}  # fmt: skip
 
 
-def measure(index: int, hosts: tuple[e2e.Host, ...], strategy: str, guard: Any, out: Path) -> dict[str, Any]:
+def measure(
+    index: int, hosts: tuple[e2e.Host, ...], strategy: str, guard: Any, out: Path, args: argparse.Namespace
+) -> dict[str, Any]:
     """Real training on testbed hosts (:func:`benchmarks.end_to_end.run_ddp` with :mod:`benchmarks.fsdp_worker`),
     each host's processes in a cgroup of its quota; rank 0's iteration times after the warm-up."""
     case = e2e.Case(f"decoder {strategy} {index}", MODEL, FAMILY, hosts)
     cgroups = [e2e.make_cgroup(f"h{j}", h.quota) for j, h in enumerate(hosts)]
     env = {"SRIFTY_PARALLELISM": strategy, "SRIFTY_SHARD_GROUP_SIZE": str(len(hosts))}
     before, started = cpu_seconds(), time.perf_counter()
-    times = e2e.run_ddp(case, cgroups, SEED + index, WARMUP, MEASURED, out, guard, "benchmarks.fsdp_worker", env)
+    worker = "benchmarks.fsdp_worker"
+    times = e2e.run_ddp(case, cgroups, SEED + index, args.warmup, args.iters, out, guard, worker, env)
     others = others_cores(before, cpu_seconds(), time.perf_counter() - started)
     return {"intervals_s": times, "measured_mean_s": statistics.fmean(times),
             "measured_std_s": statistics.stdev(times), "other_processes_cores": others}  # fmt: skip
@@ -184,13 +187,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for index, (row, (name, hosts)) in enumerate(
                 zip(predictions["rows"], [c for c in CASES for _ in STRATEGIES], strict=True)
             ):
-                result = measure(index, hosts, row["strategy"], guard, out)
+                result = measure(index, hosts, row["strategy"], guard, out, args)
                 measured.append({**row, **result})
                 said = f"{result['measured_mean_s'] * 1e3:.0f} ms, others {result['other_processes_cores']:.2f} cores"
                 print(f"measured {name} {row['strategy']}: {said}", flush=True)
         finally:
             shutil.rmtree(out, ignore_errors=True)
-    return {"predictions": predictions, "rows": measured, "machine": machine_description()}
+    return {"predictions": predictions, "rows": measured, "machine": machine_description(), "warmup": args.warmup,
+            "iters": args.iters}  # fmt: skip
 
 
 def _mape(rows: list[dict[str, Any]], key: str) -> float:
@@ -227,7 +231,10 @@ def render(results: dict[str, Any]) -> str:
             f"MAPE over the {strategy.upper()} runs: srifty {_mape(picked, 'srifty_s'):.1f} %, Galvatron-style "
             f"{_mape(picked, 'galvatron_s'):.1f} % (goal: 10 %)."
         )
-    lines += ["", "Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.fsdp_testbed`. Machine: "
+    warmup, iters = results.get("warmup", WARMUP), results.get("iters", MEASURED)
+    flags = "" if (warmup, iters) == (WARMUP, MEASURED) else f" --warmup {warmup} --iters {iters}"
+    lines += ["", f"Measured: the mean ± std of rank 0's {iters} iterations after {warmup} of warm-up, one run a row.",
+              "", f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.fsdp_testbed{flags}`. Machine: "
               + results["machine"] + "."]  # fmt: skip
     return "\n".join(lines)
 
@@ -235,6 +242,8 @@ def render(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from-results", action="store_true")
+    parser.add_argument("--warmup", type=int, default=WARMUP, help="iterations left out of each run")
+    parser.add_argument("--iters", type=int, default=MEASURED, help="iterations measured in each run")
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if args.from_results else run(args)
     if not args.from_results:
