@@ -186,3 +186,11 @@ def test_every_example_plan_prints_its_promise(cli, example: str) -> None:  # ty
     assert "promise at confidence" in out and "P(finish by the deadline)" in out and "P(cost within the budget)" in out
     if "[spot]" in out.split("promise at confidence")[0]:
         assert "expected spot losses" in out and "spot figures of" in out and "fallback if spot capacity" in out
+
+
+def test_a_probability_just_below_the_confidence_reads_below_it() -> None:
+    from srifty.plan.explain import _p_below
+
+    assert _p_below(0.8996, 0.9) == "0.8996"
+    assert _p_below(0.42, 0.9) == "0.420"
+    assert _p_below(None, 0.9) == "—"

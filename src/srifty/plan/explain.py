@@ -33,7 +33,7 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
     problem = batch[0]
     if not scored:
         return _no_assignment(batch)
-    deadline, budget = problem.deadline_s, problem.budget_usd
+    deadline, budget, level = problem.deadline_s, problem.budget_usd, problem.confidence
     on_time = [s for s in scored if "deadline" not in s.violations]
     in_budget = [s for s in scored if "budget" not in s.violations]
     if deadline is not None and not on_time:
@@ -43,7 +43,7 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
         return Infeasibility(
             "deadline",
             f"P(deadline) binds: the configuration likeliest to finish in time ({likeliest.config}) does so with "
-            f"probability {_p(likeliest.p_meet_deadline)} < confidence {problem.confidence:g} (expected "
+            f"probability {_p_below(likeliest.p_meet_deadline, level)} < confidence {level:g} (expected "
             f"{likeliest.time_s:.0f} s{_p95(likeliest, 'time')} against a deadline of {deadline:.0f} s, of which "
             f"{problem.overhead_s:.0f} s is launch and restore overhead); {raise_what}, or lower `confidence`.",
             likeliest,
@@ -53,7 +53,7 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
         return Infeasibility(
             "budget",
             f"P(budget) binds: the configuration likeliest to stay within the budget ({likeliest.config}) does "
-            f"so with probability {_p(likeliest.p_meet_budget)} < confidence {problem.confidence:g} (expected "
+            f"so with probability {_p_below(likeliest.p_meet_budget, level)} < confidence {level:g} (expected "
             f"{usd_text(likeliest.cost_usd)}{_p95(likeliest, 'cost')} against a budget of {usd_text(budget)}); raise "
             f"the budget to at least {usd_text(_p95_value(likeliest, 'cost'))}, or lower `confidence`.",
             likeliest,
@@ -73,6 +73,17 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
 
 def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def _p_below(value: float | None, bound: float) -> str:
+    """A probability known to be below ``bound``, with as many decimals (3 to 6) as it takes to read so."""
+    if value is None:
+        return _p(value)
+    for decimals in range(3, 7):
+        text = f"{value:.{decimals}f}"
+        if float(text) < bound:
+            return text
+    return f"{value:.6f}"
 
 
 def _p95_value(s: Scored, what: str) -> float:
