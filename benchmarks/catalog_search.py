@@ -38,9 +38,7 @@ import yaml
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.catalog import InstanceType, catalog_from, load_catalog
 from srifty.errors import CatalogError
-from srifty.plan.api import plan_job
-from srifty.plan.explain import per_type_cheapest_usd_per_hour
-from srifty.plan.result import Plan
+from srifty.plan import Plan, per_type_cheapest_usd_per_hour, plan_job
 from srifty.spec import JobSpec, load_spec, spec_from_mapping
 from srifty.vocab import Config, ConfigGroup
 

@@ -1,6 +1,6 @@
 """Cross-GPU estimation against real GPU measurements, every figure leave-one-model-out.
 
-What is scored (all from :mod:`srifty.compute.calibration`'s held-out predictions: the model being
+What is scored (all from :mod:`srifty.compute.gpu_fit`'s held-out predictions: the model being
 predicted, ResNet-50 or BERT-base in every form it appears in, is never in the fit):
 
 * **H200 curves, CPU-sourced**: each of the 8 models' forward/backward/step/iteration latency at every
@@ -33,10 +33,8 @@ import numpy as np
 
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.catalog import load_catalog
-from srifty.compute import calibration as cal
-from srifty.compute import estimate_profile
-from srifty.compute.calibration_data import H200_GPU, op_count_profile, workload
-from srifty.compute.roofline import gpu_peaks, roofline_time_s
+from srifty.compute import H200_GPU, estimate_profile, gpu_peaks, op_count_profile, roofline_time_s, workload
+from srifty.compute import gpu_fit as cal
 
 RESULTS = ROOT / "benchmarks" / "results"
 ROWS_CSV = RESULTS / "cross_gpu_rows.csv"
@@ -131,7 +129,7 @@ def pct(value: float) -> str:
 
 
 def run(catalog: Any) -> dict[str, Any]:
-    dataset = cal.CalibrationDataset.bundled()
+    dataset = cal.GpuCalibrationData.bundled()
     cases = cal.build_cases(dataset, catalog)
     started = time.time()
     fits = cal.lomo_fits(cases)
@@ -325,7 +323,7 @@ def report() -> None:
     public_lines, public, raw_public = public_section(out["held"])
     sourced_lines, sourced, raw_sourced = gpu_sourced_section(out)
     atomic_write_text(ROWS_CSV, pd.DataFrame(raw_public + raw_sourced).to_csv(index=False))
-    calibration = cal.default_calibration()
+    calibration = cal.default_gpu_calibration()
     worst_mape, worst_gpu = public["worst"]
     expected = ", ".join(f"{g} ±{v:.0f}%" for g, v in sorted(calibration.errors.cpu_sourced_by_generation.items()))
     body = [
@@ -336,7 +334,7 @@ def report() -> None:
         "Lambda) of ResNet-50, BERT-base/-large SQuAD and ResNeXt-101 32x4d on 13 GPUs, FP32/TF32/AMP; op counts",
         "from CPU profiles (`src/srifty/compute/data/calibration/README.md`). *Before* is srifty's previous",
         "estimator (each op's measured CPU time scaled by its roofline ratio, FP32 peaks, no TF32); *after* is",
-        "the calibrated GPU model (`srifty.compute.gpu_model`, fitted by `srifty.compute.calibration`).",
+        "the calibrated GPU model (`srifty.compute.gpu_model`, fitted by `srifty.compute.gpu_fit`).",
         "No GPU was lent to this project's sessions: nothing here was measured by srifty on a GPU.",
         "",
         f"**H200 curves, CPU-sourced** (target ≤ {TARGET_H200:.0f}% iteration MAPE over every measured batch):",

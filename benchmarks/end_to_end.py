@@ -48,14 +48,12 @@ import numpy as np
 from benchmarks.common import ROOT, cpu_seconds, machine_description, others_cores, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
-from srifty.compute import Profile, load_profile
+from srifty.compute import Profile, check_one_machine, load_profile, require_this_machine
 from srifty.compute.measure.machine import current_machine
-from srifty.compute.provenance import check_one_machine, require_this_machine
 from srifty.errors import ProfileError
 from srifty.network import load_default_model, load_default_probes
-from srifty.network.testbed.namespaces import HOST_IFACE, down, family_from_catalog, up
-from srifty.plan.methods.additive import apm_predictor
-from srifty.plan.methods.alpha_beta import AlphaBetaModel
+from srifty.network.testbed import HOST_IFACE, down, family_from_catalog, up
+from srifty.plan import AlphaBetaModel, apm_predictor
 from srifty.processes import ProcessGuard, signals_as_exit
 from srifty.runtime.cpu_quota import WEIGHT_V1
 from srifty.sim import SimOptions, Simulator
@@ -317,7 +315,7 @@ def predict_cases(cases: list[Case], args: argparse.Namespace, guard: ProcessGua
             "machine": machine_description(), "rows": rows}  # fmt: skip
 
 
-def measure_cases(cases: list[Case], args: argparse.Namespace, guard: ProcessGuard, repeat: int) -> list[dict]:  # type: ignore[type-arg]
+def measure_cases(cases: list[Case], args: argparse.Namespace, guard: ProcessGuard, repeat: int) -> list[dict]:
     """Run each case once (one repetition) and measure it, with what other processes used of the CPU meanwhile."""
     out = Path(tempfile.mkdtemp(prefix="srifty-e2e-"))
     rows = []

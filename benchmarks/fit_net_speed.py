@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import machine_description, write_section
 from srifty.network import append_probes, load_default_probes
@@ -64,7 +65,7 @@ def main() -> None:
     parser.add_argument("--label", default="", help="what this run measures (kept in --save)")
     args = parser.parse_args()
     probes = load_default_probes()
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="srifty-fitnet-") as tmp:
         for label, family, extra in CASES:
             subset = probes if family is None else probes[probes["instance_type"] == family]

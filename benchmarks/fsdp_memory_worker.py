@@ -52,12 +52,13 @@ def main() -> None:
     with record_function(PHASES[1]):
         optimizer.step()
     prof.stop()
+    assert prof.profiler is not None and prof.profiler.kineto_results is not None
     events = sorted(prof.profiler.kineto_results.events(), key=lambda e: e.start_ns())
     windows = {e.name(): (e.start_ns(), e.end_ns()) for e in events if e.name() in PHASES}
     held, peaks = 0.0, dict.fromkeys(PHASES, 0.0)
     for event in events:
         if event.name() == "[memory]":
-            held += float(event.nbytes())
+            held += float(event.nbytes())  # type: ignore[attr-defined]  # memory events carry it; the stub lacks it
             for name, (start, end) in windows.items():
                 if start <= event.start_ns() <= end:
                     peaks[name] = max(peaks[name], held)
@@ -69,7 +70,7 @@ def fsdp_tracked(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss:
     tensors: sharded and gathered parameters, gradients, optimizer state, activations, collective buffers)."""
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
-    out = {"how": "FSDPMemTracker"}
+    out: dict[str, str | float] = {"how": "FSDPMemTracker"}
     for phase in ("forward", "step"):
         tracker = FSDPMemTracker(model, optimizer)
         with warnings.catch_warnings():

@@ -17,10 +17,8 @@ import statistics
 import numpy as np
 
 from benchmarks.common import ROOT, machine_description, write_section
-from srifty.compute import Profile, load_profile
-from srifty.compute.interference import InterferenceRepetition
-from srifty.sim import simulate_allreduce
-from srifty.sim.overlap import simulate_overlap
+from srifty.compute import InterferenceRepetition, Profile, load_profile
+from srifty.sim import simulate_allreduce, simulate_overlap
 
 SECTION = "Compute/communication interference (measured)"
 FOLDERS = (

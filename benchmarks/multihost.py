@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 
 from benchmarks.common import ROOT, machine_description, write_section
+from srifty.network import testbed as tb
 from srifty.network.testbed import down, family_from_catalog, up
-from srifty.network.testbed import hosts as tb
 from srifty.processes import pids_marked
 
 ITERATIONS = 200

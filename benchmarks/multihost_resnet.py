@@ -40,7 +40,6 @@ import os
 import re
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -55,12 +54,11 @@ from benchmarks import end_to_end as e2e
 from benchmarks import multihost as mh
 from benchmarks.common import ROOT, cpu_seconds, machine_description, others_cores, write_section
 from srifty.artifacts import atomic_write_text
-from srifty.compute import load_profile
-from srifty.compute.provenance import check_one_machine
+from srifty.compute import check_one_machine, load_profile
 from srifty.network import load_default_model, load_default_probes
+from srifty.network import testbed as tb
 from srifty.network.testbed import down, family_from_catalog, up
-from srifty.network.testbed import hosts as tb
-from srifty.plan.methods.alpha_beta import AlphaBetaModel
+from srifty.plan import AlphaBetaModel
 from srifty.processes import pids_marked
 
 SECTION = "Multi-host iteration-time prediction and faults with resnet18 (testbed)"
@@ -257,7 +255,7 @@ def run_faults() -> list[dict[str, Any]]:
     """4 hosts of :data:`FAULT_HOST`'s type under each fault (one run per scenario). The slow fault's job gets
     a deadline of :data:`SLOW_DEADLINE_FACTOR` times the uninterrupted run's finish, so that on schedule it is
     met and a host slowed to :data:`SLOW_CORES` misses it (what makes srifty act on a slow host)."""
-    from srifty.runtime.cpu_quota import leftover_groups
+    from srifty.runtime import leftover_groups
 
     hosts = (FAULT_HOST,) * 4
     results: list[dict[str, Any]] = []
@@ -313,7 +311,7 @@ def run_comm(guard: Any) -> list[dict[str, Any]]:
     """Allreduces of resnet18's gradient buckets alone between 2, 3 and 4 testbed hosts, each host without a
     quota and under the slower type's, against the bandwidth model's prediction (a diagnostic: is the
     communication of a quota-limited host as fast as the model, fitted on unlimited probes, says?)."""
-    from srifty.sim.netquery import feature_frame
+    from srifty.sim import feature_frame
 
     profile = load_profile(e2e.profile_path(CASES[2], SLOW, PROFILES))
     buckets = [int(b.size_bytes) for b in profile.buckets]
@@ -620,4 +618,4 @@ def render(saved: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -46,12 +46,17 @@ import pandas as pd
 
 from benchmarks import network_public as public
 from srifty.artifacts import atomic_write_text
-from srifty.network import BandwidthModel, read_probes
-from srifty.network.default import default_probes_path, load_default_model
-from srifty.network.features import busbw_cap_bytes_per_s
-from srifty.network.probe.context import cpu_model
-from srifty.network.tuning import grouped_folds, mape
-from srifty.plan.methods.alpha_beta import AlphaBetaModel
+from srifty.network import (
+    BandwidthModel,
+    busbw_cap_bytes_per_s,
+    default_probes_path,
+    grouped_folds,
+    load_default_model,
+    mape,
+    read_probes,
+)
+from srifty.network.probe import cpu_model
+from srifty.plan import AlphaBetaModel
 
 REPO = Path(__file__).resolve().parents[1]
 SECTION = "## Bus-bandwidth model accuracy"
@@ -206,8 +211,8 @@ def public_results(args: argparse.Namespace) -> dict[str, Any]:
     for table in sorted(alt["table_id"].unique()):
         tables[table] = {}
     for column, prefix in (("model", "model"), ("interpolation", "interpolation")):
-        for above, side in ((True, "above"), (False, "below")):
-            for table, value in public.per_table_mape(alt, column, above).items():
+        for is_above, side in ((True, "above"), (False, "below")):
+            for table, value in public.per_table_mape(alt, column, is_above).items():
                 tables[str(table)][f"{prefix}_{side}"] = float(value)
     fabric_rows: dict[str, dict[str, Any]] = {}
     above = loto[loto["size_bytes"] > public.MTU_BYTES]
@@ -247,7 +252,7 @@ def testbed_results(args: argparse.Namespace) -> tuple[dict[str, Any], pd.DataFr
 
 def check_results() -> list[dict[str, Any]]:
     rows = public.check_points(load_default_model())
-    return rows.to_dict(orient="records")
+    return [{str(k): v for k, v in row.items()} for row in rows.to_dict(orient="records")]
 
 
 # ---------------------------------------------------------------------------------------------- render

@@ -25,9 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from srifty.network.features import DEFAULT_CATEGORICAL_FEATURES, busbw_cap_bytes_per_s
-from srifty.network.public import load_public_probes
-from srifty.plan.methods.alpha_beta import AlphaBetaModel
+from srifty.network import DEFAULT_CATEGORICAL_FEATURES, busbw_cap_bytes_per_s, load_public_probes
+from srifty.plan import AlphaBetaModel
 
 FloatArray = npt.NDArray[np.float64]
 ModelFactory = Callable[..., Any]

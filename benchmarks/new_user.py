@@ -76,7 +76,7 @@ def _choice(s: Any, overhead_s: float) -> dict[str, Any] | None:
 
 def min_time(label: str) -> Path:
     """Plan every min_time job; save the choices under ``label``."""
-    from srifty.plan.api import plan_job
+    from srifty.plan import plan_job
 
     rows = []
     for name, spec in _jobs():

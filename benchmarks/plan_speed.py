@@ -23,12 +23,16 @@ from typing import Any
 
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.catalog import load_catalog
-from srifty.compute.bundled import bundled_profiles_for
-from srifty.compute.estimate import estimate_profile
-from srifty.plan import DEFAULT_MAX_SIM_CALLS, count_configs
-from srifty.plan.api import plan_job
-from srifty.plan.build import ProfileLimits, build_problems
-from srifty.plan.inputs import PlanInputs, resolve
+from srifty.compute import bundled_profiles_for, estimate_profile
+from srifty.plan import (
+    DEFAULT_MAX_SIM_CALLS,
+    PlanInputs,
+    ProfileLimits,
+    build_problems,
+    count_configs,
+    plan_job,
+    resolve,
+)
 from srifty.spec import load_spec, spec_from_mapping
 
 SCALING_SPEC = {

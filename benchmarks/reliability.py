@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import tempfile
 import time
@@ -43,13 +44,18 @@ def bad_input_matrix(cases: int, seed: int, only: list[str] | None) -> dict[str,
                 continue
 
             started = time.perf_counter()
-            _draw(strategy, cases, seed, lambda case, f=family: found[f].append(run_case(case, Path(base))))
+            _draw(strategy, cases, seed, functools.partial(_collect, found[family], Path(base)))
             elapsed = time.perf_counter() - started
             bad = [o for o in found[family] if not o.ok]
             print(f"{family}: {len(found[family])} cases in {elapsed:.0f} s, {len(bad)} not ok", flush=True)
             for outcome in bad[:5]:
                 print("  " + outcome.explain().replace("\n", "\n  ")[:1500], flush=True)
     return found
+
+
+def _collect(sink: list[Outcome], base: Path, case: Case) -> None:
+    """Run ``case`` in ``base`` and keep its outcome in ``sink``."""
+    sink.append(run_case(case, base))
 
 
 def _draw(strategy: Any, cases: int, seed: int, sink: Callable[[Case], None]) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from benchmarks.common import machine_description, write_section
 from srifty.catalog import load_catalog
-from srifty.compute.bundled import bundled_profiles_for
+from srifty.compute import bundled_profiles_for
 from srifty.network import load_default_model
 from srifty.sim import SimOptions, Simulator
 from srifty.vocab import make_config

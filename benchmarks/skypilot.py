@@ -125,11 +125,11 @@ def render(launches: list[dict[str, Any]], estimates: dict[str, Any], elapsed_s:
         lines += ["", "| the #4714 candidates | SkyPilot's estimate, default 1 h | with srifty's estimator | srifty "
                   "predicts |", "|---|---|---|---|"]  # fmt: skip
         by_gpu = {r["gpu"]: r for r in issue["srifty"]}
-        default = {r["gpu"]: r for r in issue["skypilot_default"]}
-        ours = {r["gpu"]: r for r in issue["skypilot_srifty"]}
+        by_default = {r["gpu"]: r for r in issue["skypilot_default"]}
+        by_ours = {r["gpu"]: r for r in issue["skypilot_srifty"]}
         for gpu in by_gpu:
-            lines.append(f"| {by_gpu[gpu]['config']} | ${default[gpu]['skypilot_cost_usd']:.2f} (3600 s) | "
-                         f"${ours[gpu]['skypilot_cost_usd']:.2f} ({ours[gpu]['skypilot_runtime_s']:.0f} s) | "
+            lines.append(f"| {by_gpu[gpu]['config']} | ${by_default[gpu]['skypilot_cost_usd']:.2f} (3600 s) | "
+                         f"${by_ours[gpu]['skypilot_cost_usd']:.2f} ({by_ours[gpu]['skypilot_runtime_s']:.0f} s) | "
                          f"{by_gpu[gpu]['time_s']:.0f} s, ${by_gpu[gpu]['cost_usd']:.2f} |")  # fmt: skip
         plan = result["own_plan"]
         lines += ["", f"SkyPilot's choice: {issue['skypilot_default'][0]['gpu']} with the one-hour default, "

@@ -10,7 +10,7 @@ import argparse
 import time
 from pathlib import Path
 
-from srifty.compute.bundled import profile_filename
+from srifty.compute import profile_filename
 from srifty.compute.measure import profile_model
 from srifty.compute.measure.profiler import ProfileOptions
 

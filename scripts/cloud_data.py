@@ -26,7 +26,7 @@ import argparse
 import csv
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "srifty" / "cloud" / "data"
@@ -132,7 +132,7 @@ def allreduce_testbed(network_data: Path) -> list[dict[str, Any]]:
     keys = ["instance_type", "gpu", "n_nodes", "gpus_per_node", "world_size", "rated_network_gbps", "size_bytes"]
     out = []
     for key, rows in probes.groupby(keys):
-        family, gpu, n_nodes, gpus, world, rated, size = key
+        family, gpu, n_nodes, gpus, world, rated, size = cast(tuple[Any, ...], key)
         out.append(
             {
                 "table_id": f"TB_{family}",

@@ -16,17 +16,18 @@ import argparse
 import time
 from pathlib import Path
 
-from srifty.network.dataset import file_fingerprint
-from srifty.network.default import (
+from srifty.network import (
     COLLECTIVE_PROBES_FILE,
     COLLECTIVES_MODEL_FILE,
     DEFAULT_MODEL_FILE,
+    ROWS_FILE,
+    TABLES_FILE,
+    BandwidthModel,
     default_probes_path,
+    file_fingerprint,
     load_collectives_training_set,
     load_default_training_set,
 )
-from srifty.network.model import BandwidthModel
-from srifty.network.public import ROWS_FILE, TABLES_FILE
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "srifty" / "network" / "data"
 #: Location columns say only "testbed" or "public" here, which the backend column already says; a

@@ -18,11 +18,10 @@ from pathlib import Path
 
 import torch
 
-from srifty.compute import load_profile
+from srifty.compute import GROUPED_CONV_FIX, load_profile
 from srifty.compute.measure.opcount import FLOP_FORMULAS, merge_records, record_iteration
 from srifty.compute.measure.profiler import ProfileOptions, _Trainer
 from srifty.compute.measure.workloads import build_workload
-from srifty.compute.work import GROUPED_CONV_FIX
 
 
 def fix(path: Path) -> str:

@@ -186,8 +186,8 @@ def walk(folder: Path) -> bool:
         rows.append((shown, rule.how if passed else "FAILED", f"{seconds:.1f} s", note))
         if not passed:
             print(f"--- {command}\n{output}", file=sys.stderr)
-    for shown, how, seconds, note in rows:
-        print(f"{how:10} {seconds:>8}  {shown}" + (f"  [{note}]" if note else ""))
+    for shown, how, took, note in rows:
+        print(f"{how:10} {took:>8}  {shown}" + (f"  [{note}]" if note else ""))
     return ok
 
 

@@ -28,7 +28,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from hypothesis import strategies as st
@@ -162,7 +162,8 @@ def run_case(case: Case, base: Path) -> Outcome:
 # ---------------------------------------------------------------------------------------------- values
 
 #: Text that is never a number, a known name, or blank.
-WORDS = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30).filter(
+SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
+WORDS = st.text(alphabet=st.characters(exclude_categories=SURROGATES), min_size=1, max_size=30).filter(
     lambda s: s.strip() != "" and not _numeric(s)
 )
 NOT_NUMBERS = st.one_of(
@@ -218,7 +219,7 @@ def _spec_case(doc: Any, names: tuple[str, ...], label: str, may_succeed: bool =
     return Case("spec", ("plan", "{dir}/job.yaml"), (("job.yaml", _yaml(doc)),), names, may_succeed, label=label)
 
 
-SPEC_FIELDS: dict[str, tuple[tuple[str, ...], st.SearchStrategy[Any]]] = {
+SPEC_FIELDS: dict[str, tuple[tuple[str | int, ...], st.SearchStrategy[Any]]] = {
     "global_batch": ((), bad_count(1, 2**24)),
     "iterations": ((), bad_count(1)),
     "deadline_s": ((), bad_positive_number()),
@@ -341,8 +342,8 @@ def _json_mutations(base: bytes, kind: str) -> st.SearchStrategy[tuple[bytes, st
             return _dumps(_replace(doc, path, value)), f"{value} at {_show(path)}", False
         if what == "leaf":
             path = draw(st.sampled_from(leaves))
-            value = draw(st.one_of(st.none(), st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=2)))
-            return _dumps(_replace(doc, path, value)), f"{_show(path)} = {value!r:.30}", True
+            leaf = draw(st.one_of(st.none(), st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=2)))
+            return _dumps(_replace(doc, path, leaf)), f"{_show(path)} = {leaf!r:.30}", True
         if what == "drop":
             path = draw(st.sampled_from(leaves))
             return _dumps(_replace(doc, path, _DROP)), f"no {_show(path)}", True

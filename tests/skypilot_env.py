@@ -47,15 +47,15 @@ def seed_catalog(runtime_dir: Path, without: Iterable[str] = ()) -> Path:
     common = runtime_dir / ".sky" / "catalogs" / "v8" / "common"  # SkyPilot's canonical accelerator names
     common.mkdir(parents=True, exist_ok=True)
     with (common / "accelerators.csv").open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["AcceleratorName", "Clouds"])
-        writer.writerows((name, "['AWS']") for name in sorted({r["AcceleratorName"] for r in rows}))
+        table = csv.writer(handle)
+        table.writerow(["AcceleratorName", "Clouds"])
+        table.writerows((name, "['AWS']") for name in sorted({r["AcceleratorName"] for r in rows}))
     zones = sorted({(r["Region"], r["AvailabilityZone"]) for r in rows})
     mapping = folder / "az_mappings-test.csv"
     with mapping.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["AvailabilityZoneName", "AvailabilityZone"])
-        writer.writerows((imaginary_zone_name(z, r), z) for r, z in zones)
+        table = csv.writer(handle)
+        table.writerow(["AvailabilityZoneName", "AvailabilityZone"])
+        table.writerows((imaginary_zone_name(z, r), z) for r, z in zones)
     return mapping
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from srifty.compute import PrecisionError, calibrated_profile, default_calibration, load_profile
+from srifty.compute import PrecisionError, calibrated_profile, default_gpu_calibration, load_profile
 from srifty.compute.numerics import NumericSettings
 from srifty.compute.profile import MEASURED_ERROR_CPU, MEASURED_ERROR_GPU
 from srifty.compute.work import OpRecord
@@ -32,7 +32,7 @@ def cpu_profile(dtype: str = "float32", precision: str = "fp32"):  # type: ignor
 
 def test_a_cpu_sourced_estimate_is_marked_with_its_units_and_expected_error() -> None:
     est = calibrated_profile(cpu_profile(), "A100")
-    calibration = default_calibration()
+    calibration = default_gpu_calibration()
     assert est.is_estimate and est.estimated_from == "cpu" and est.device.gpu == "A100" and est.samples == ()
     assert est.estimate is not None and est.estimate.method == "calibrated"
     assert est.expected_error == pytest.approx(calibration.expected_error("ampere", gpu_sourced=False))
@@ -61,7 +61,7 @@ def test_a_gpu_sourced_estimate_keeps_the_measurement_on_its_own_gpu_and_scales_
     assert same.expected_error == 0.0
     faster = calibrated_profile(source, "A100")
     assert float(faster.predict_ms("iter", 1024)) < float(source.predict_ms("iter", 1024))
-    assert faster.expected_error == pytest.approx(default_calibration().expected_error("ampere", gpu_sourced=True))
+    assert faster.expected_error == pytest.approx(default_gpu_calibration().expected_error("ampere", gpu_sourced=True))
     assert "scaled by the model's T4-to-A100 ratio" in (faster.estimate.reason if faster.estimate else "")
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from srifty.catalog import load_catalog
-from srifty.compute import NumericSettings, default_calibration, load_calibration
-from srifty.compute.calibration import (
+from srifty.compute import NumericSettings, default_gpu_calibration, load_gpu_calibration
+from srifty.compute.gpu_fit import (
     Case,
     cross_validate,
     fit_params,
@@ -100,7 +100,7 @@ def test_gpu_to_gpu_scaling_keeps_a_measured_curve_on_its_own_gpu_and_follows_th
 
 def test_a_v100_is_slower_than_an_h200_on_the_same_op_counts() -> None:
     work = fixture_work(1.0, 10)
-    params = default_calibration().params
+    params = default_gpu_calibration().params
     h200 = predict_ms(work_features(work, BATCHES, SPECS["H200"], NumericSettings()), params)
     v100 = predict_ms(work_features(work, BATCHES, SPECS["V100"], NumericSettings()), params)
     assert np.all(v100["iter"][-3:] > h200["iter"][-3:])
@@ -108,10 +108,10 @@ def test_a_v100_is_slower_than_an_h200_on_the_same_op_counts() -> None:
 
 
 def test_the_bundled_calibration_records_its_held_out_errors_and_round_trips(tmp_path: Path) -> None:
-    calibration = default_calibration()
+    calibration = default_gpu_calibration()
     assert set(calibration.errors.h200) == {"fw", "bw", "step", "iter"}
     assert calibration.counts["h200_points"] > 50 and calibration.counts["public_rows"] > 50
     assert 0 < calibration.expected_error("turing", gpu_sourced=False) < 1
     assert 0 < calibration.expected_error("volta", gpu_sourced=True) < 1
     path = calibration.save(tmp_path / "cal.json")
-    assert load_calibration(path) == calibration
+    assert load_gpu_calibration(path) == calibration

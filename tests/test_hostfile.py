@@ -197,7 +197,7 @@ def test_an_unreachable_ssh_host_is_named_before_launch(tmp_path: Path) -> None:
 
 
 def test_a_cpu_quota_and_a_slow_fault_are_read() -> None:
-    from srifty.cli.hosts_cmd import parse_faults
+    from srifty.runtime.faults import parse_host_faults as parse_faults
 
     host = parse_hostfile("10.0.0.1 g4dn.xlarge spot cpu=0.45 # an emulated slower VM\n", "us-east-1")[0]
     assert host.cpu == 0.45

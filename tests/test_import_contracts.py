@@ -62,6 +62,11 @@ def test_the_package_keeps_every_contract(tmp_path: Path) -> None:
         ({"runtime/scratch.py": "from srifty.cli.console import out\n"}, "Stages are layered"),
         ({"compute/scratch.py": "def f():\n    import torch\n"}, "Models and planning are pure"),
         ({"plan/scratch.py": "from srifty.compute.measure import profiler\n"}, "Measurement (torch"),
+        ({"runtime/scratch.py": "from srifty.plan.api import plan_job\n"}, "srifty.plan is imported through its"),
+        ({"evaluate/scratch.py": "from srifty.plan.methods.paleo import paleo_profile\n"}, "srifty.plan is imported"),
+        ({"plan/scratch.py": "from srifty.vocab.config import Config\n"}, "srifty.vocab is imported through its"),
+        ({"plan/scratch.py": "from srifty.compute.latency import LatencyModel\n"}, "srifty.compute is imported"),
+        ({"cli/scratch.py": "from srifty.network.testbed.hosts import vanish\n"}, "srifty.network.testbed is"),
         (
             {
                 "report/scratch_a.py": "import srifty.report.scratch_b\n",

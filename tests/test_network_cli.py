@@ -41,8 +41,9 @@ def test_fit_net_writes_the_model_and_prints_metrics(cli, probe_file: Path, tmp_
     [
         (("/nonexistent.parquet",), "does not exist"),
         (("{probe}", "--target", "time"), "--target must be one of auto, link_fraction, busbw"),
-        (("{probe}", "--mtu-bytes", "0"), "mtu_bytes (--mtu-bytes) must be a positive"),
-        (("{probe}", "--folds", "1"), "n_folds (--folds) ≥ 2"),
+        (("{probe}", "--mtu-bytes", "0"), "--mtu-bytes must be a positive"),
+        (("{probe}", "--folds", "1"), "--folds must be ≥ 2"),
+        (("{probe}", "--half-life-days", "inf"), "--half-life-days must be ≥ 0"),
     ],
 )
 def test_fit_net_bad_input_exits_2(  # type: ignore[no-untyped-def]

@@ -219,8 +219,8 @@ class SameConfigReplanner(FakeReplanner):
 
 
 def test_a_replan_that_picks_the_running_configuration_keeps_it(tmp_path: Path) -> None:
-    ctl, log = controller(tmp_path)
-    ctl.replan_fn = replanner = SameConfigReplanner(ctl.config)
+    running = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
+    ctl, log = controller(tmp_path, replanner := SameConfigReplanner(running))
     decisions, t = [], 0.0
     for i in range(1, 200):
         t += 2.0  # certain deadline miss
@@ -229,21 +229,22 @@ def test_a_replan_that_picks_the_running_configuration_keeps_it(tmp_path: Path) 
     assert decisions and {d.action for d in decisions} == {"keep"}
     assert "keeps running" in decisions[0].reason
     # one re-plan per window, not one per iteration
-    assert len(replanner.calls) == len(decisions) <= 1 + (t - decisions[0].time_s) / ctl.tracker.window_s
+    assert len(replanner.calls) == len(decisions) <= 1 + (t - decisions[0].time_s) / ctl.window_s
     assert [d.action for d in log.read()] == ["start"] + ["keep"] * len(decisions)
 
 
 def test_a_slow_host_is_set_aside_before_the_replan(tmp_path: Path) -> None:
-    replanner = FakeReplanner()
-    ctl, log = controller(tmp_path, replanner)
-    ctl.quotas = {("p3.8xlarge", "spot"): 3}
     asked: list[int] = []
 
     def find_slow() -> list[tuple[str, str, str, str]]:
         asked.append(ctl.iteration)
         return [("10.0.0.2", "p3.8xlarge", "spot", "10.0.0.2: its compute takes 3.0x the others'")]
 
-    ctl.find_slow = find_slow
+    spec = spec_from_mapping(SPEC)
+    config = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
+    log = DecisionLog(tmp_path / "decisions.jsonl")
+    quotas = {("p3.8xlarge", "spot"): 3}
+    ctl = Controller(spec, config, FakeReplanner(), log, window_s=60.0, quotas=quotas, find_slow=find_slow)
     decision, t = None, 0.0
     for i in range(1, 200):
         t += 2.0
@@ -252,5 +253,5 @@ def test_a_slow_host_is_set_aside_before_the_replan(tmp_path: Path) -> None:
     assert decision is not None and decision.action == "switch" and asked == [ctl.iteration]
     actions = [d.action for d in log.read()]
     assert actions == ["start", "slow_host", "switch"]
-    assert ctl.set_aside == ["10.0.0.2"] and ctl.quotas == {("p3.8xlarge", "spot"): 2}
+    assert ctl.set_aside_hosts == ("10.0.0.2",) and ctl.quotas == {("p3.8xlarge", "spot"): 2}
     assert "set aside as slow" in log.read()[1].reason and "deadline" in log.read()[1].reason

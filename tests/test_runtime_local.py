@@ -21,7 +21,7 @@ from srifty.errors import SpecError  # noqa: E402
 from srifty.processes import owner_variable, pids_marked  # noqa: E402
 from srifty.runtime.api import run_local_job  # noqa: E402
 from srifty.runtime.decisions import DecisionLog  # noqa: E402
-from srifty.runtime.local import Fault  # noqa: E402
+from srifty.runtime.faults import Fault  # noqa: E402
 from tests.conftest import EXAMPLES, REPO, wait_for  # noqa: E402
 
 TRAIN = ["python", str(REPO / "examples" / "train_tiny.py")]
@@ -128,8 +128,8 @@ def test_a_crashing_training_script_stops_the_run_with_its_error(spec_path: Path
 @pytest.mark.parametrize(
     ("faults", "message"),
     [
-        ([Fault("preempt", 5, 2)], r"--preempt-rank 2 does not exist: the configuration starts with 2 rank"),
-        ([Fault("hang", 30, 0)], r"--hang-at 30 can never fire: the job runs iterations 1 to 30"),
+        ([Fault("preempt", 5, 2)], r"^preempt_rank 2 does not exist: the configuration starts with 2 rank"),
+        ([Fault("hang", 30, 0)], r"^hang_at 30 can never fire: the job runs iterations 1 to 30"),
     ],
 )
 def test_faults_that_can_never_fire_are_refused_before_anything_starts(

@@ -7,7 +7,7 @@ keeps its traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 class SriftyError(Exception):
@@ -16,6 +16,34 @@ class SriftyError(Exception):
 
 class SpecError(SriftyError):
     """A job spec is malformed or refers to something that does not exist."""
+
+
+class OptionError(SpecError):
+    """A bad value of an option of a Python API function.
+
+    The message reads ``"{option} {problem}"``, with the parameters' own names; the CLI words it with the
+    flags that set them instead (:meth:`worded`), so that core modules never name a command-line flag.
+
+    Attributes:
+        option: the parameter's name, e.g. ``"lease_s"``.
+        problem: what is wrong with its value and how to fix it; other options it names are written
+            ``{name}`` and listed in ``mentions``, e.g. ``"must be longer than {heartbeat_timeout_s}."``.
+        mentions: the other options ``problem`` names.
+    """
+
+    def __init__(self, option: str, problem: str, mentions: tuple[str, ...] = ()) -> None:
+        self.option = option
+        self.problem = problem
+        self.mentions = mentions
+        super().__init__(self.worded(lambda name: name))
+
+    def worded(self, name_of: Callable[[str], str]) -> str:
+        """The message with each option called ``name_of(option)`` (its command-line flag, for example); a
+        problem that starts with a colon follows the name directly."""
+        problem = self.problem
+        for other in self.mentions:
+            problem = problem.replace("{" + other + "}", name_of(other))
+        return f"{name_of(self.option)}{'' if problem.startswith(':') else ' '}{problem}"
 
 
 class CatalogError(SriftyError):

@@ -25,11 +25,6 @@ def bytes_per_s_to_gbps(bytes_per_s: float) -> float:
     return bytes_per_s * BITS_PER_BYTE / 1e9
 
 
-def gib_to_bytes(gib: float) -> int:
-    """Binary gibibytes to bytes."""
-    return round(gib * BYTES_PER_GIB)
-
-
 def mib_to_bytes(mib: float) -> int:
     """Binary mebibytes to bytes."""
     return round(mib * BYTES_PER_MIB)

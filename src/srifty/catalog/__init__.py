@@ -4,8 +4,9 @@ Bundled data lives in ``data/v1`` with its provenance notes; see :func:`load_cat
 """
 
 from srifty.catalog.catalog import CLOUDS, Catalog, catalog_from, load_catalog
-from srifty.catalog.loader import CATALOG_VERSION, describe
+from srifty.catalog.loader import CATALOG_VERSION, describe, load_gpu_specs
 from srifty.catalog.records import MARKETS, GpuSpec, InstanceType, Market
+from srifty.catalog.zone_names import read_zone_names, skypilot_zone, skypilot_zone_names
 from srifty.catalog.zones import opt_in_kind, without_opt_in_zones
 
 __all__ = [
@@ -19,6 +20,10 @@ __all__ = [
     "catalog_from",
     "describe",
     "load_catalog",
+    "load_gpu_specs",
     "opt_in_kind",
+    "read_zone_names",
+    "skypilot_zone",
+    "skypilot_zone_names",
     "without_opt_in_zones",
 ]

@@ -33,10 +33,8 @@ def count(
     --out profiles/`. Every number of time in the files is the calibrated GPU model's prediction.
     """
     from srifty.catalog import load_catalog
-    from srifty.compute.bundled import profile_filename
-    from srifty.compute.calibrated import calibrated_profile
+    from srifty.compute import PrecisionError, calibrated_profile, profile_filename
     from srifty.compute.measure.counted import count_profile
-    from srifty.compute.numerics import PrecisionError
 
     if seq_len < 1:
         raise ProfileError(f"--seq-len must be at least 1, got {seq_len}")

@@ -10,11 +10,17 @@ import typer
 from rich.table import Table
 
 from srifty.cli.console import err, out, styled
-from srifty.compute import choose_source, estimate_profile, load_profile, measure_command, resolve_gpu
-from srifty.compute.bundled import profile_filename
-from srifty.compute.profile import Profile
+from srifty.compute import (
+    Profile,
+    choose_source,
+    estimate_profile,
+    load_profile,
+    measure_command,
+    profile_filename,
+    resolve_gpu,
+)
 from srifty.errors import ProfileError, SriftyError
-from srifty.plan.methods.paleo import paleo_profile
+from srifty.plan import paleo_profile
 
 METHODS = ("calibrated", "roofline", "paleo")
 SHARED_H200 = "../shared/data/reference/h200/h200_fp32.jsonl"
@@ -35,10 +41,9 @@ def _estimate_one(
         return paleo_profile(profile, gpu)
     if method == "roofline":
         return estimate_profile(profile, gpu, launch_floor_s=launch_floor_us * 1e-6, reason=reason)
-    from srifty.compute.calibrated import calibrated_profile
-    from srifty.compute.calibration import load_calibration
+    from srifty.compute import calibrated_profile, load_gpu_calibration
 
-    fitted = load_calibration(calibration) if calibration is not None else None
+    fitted = load_gpu_calibration(calibration) if calibration is not None else None
     return calibrated_profile(profile, gpu, calibration=fitted, bf16_as_fp16=bf16, reason=reason)
 
 
@@ -127,7 +132,7 @@ def estimate(
         raise typer.Exit(2)
 
 
-def calibrate(
+def calibrate_gpu_model(
     out_path: Annotated[Path, typer.Option("--out", help="Calibration file to write.")] = Path("gpu-calibration.json"),
     h200: Annotated[
         Path | None, typer.Option(help=f"Raw H200 curves (JSON lines), e.g. {SHARED_H200}; default: the bundled copy.")
@@ -143,12 +148,11 @@ def calibrate(
     Example: `srifty profile calibrate --h200 ../shared/data/reference/h200/h200_fp32.jsonl --public
     ../shared/data/reference/gpu_perf/throughput.csv --out gpu-calibration.json`.
     """
-    from srifty.compute.calibration import CalibrationDataset
-    from srifty.compute.calibration import calibrate as fit
-    from srifty.compute.calibration_data import read_h200_jsonl, read_public_csv
+    from srifty.compute import GpuCalibrationData, read_h200_jsonl, read_public_csv
+    from srifty.compute import calibrate_gpu_model as fit
 
-    bundled = CalibrationDataset.bundled()
-    dataset = CalibrationDataset(
+    bundled = GpuCalibrationData.bundled()
+    dataset = GpuCalibrationData(
         tuple(read_h200_jsonl(h200)) if h200 else bundled.curves,
         tuple(read_public_csv(public)) if public else bundled.public,
         {

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from srifty.cli.console import err, out, styled
 from srifty.errors import SpecError
-from srifty.plan.methods import METHODS
+from srifty.plan import METHODS
 
 app = typer.Typer(
     help="Judge srifty and its baselines on the EMULATED cloud (ground truth for plans and predictions).",

@@ -16,9 +16,11 @@ import typer
 from srifty import __version__
 from srifty.cli import catalog_cmd, eval_cmd, launch_cmd, network_cmd, plan_cmd, profile_cmd, run_cmd, spot_cmd
 from srifty.cli.console import err, styled
-from srifty.errors import SriftyError
+from srifty.errors import OptionError, SriftyError
 
 EXIT_USER_ERROR = 2
+#: API option names whose flag is not ``--`` + the name without its unit, dashed (``lease_s`` → ``--lease``).
+FLAGS = {"n_trials": "--trials", "n_folds": "--folds", "n_jobs": "--jobs"}
 #: Exit code after Ctrl-C, as shells report a process ended by SIGINT.
 EXIT_INTERRUPTED = 130
 
@@ -62,6 +64,17 @@ def main(
     """srifty: which VMs to rent, how many, spot or on-demand, and what batch per VM."""
 
 
+def flag_for(option: str) -> str:
+    """The command-line flag that sets the API option ``option``: ``heartbeat_timeout_s`` →
+    ``--heartbeat-timeout``, ``ckpt_every`` → ``--ckpt-every``."""
+    return FLAGS.get(option) or "--" + option.removesuffix("_s").replace("_", "-")
+
+
+def message(error: SriftyError) -> str:
+    """What the CLI says about ``error``: an option's problem is worded with its flag."""
+    return error.worded(flag_for) if isinstance(error, OptionError) else str(error)
+
+
 def run(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: run the CLI and turn user errors into exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -72,7 +85,7 @@ def run(argv: Sequence[str] | None = None) -> None:
     except SriftyError as error:
         if debug:
             traceback.print_exc()
-        err.print(styled("bold red", "error:", f" {error}"), soft_wrap=True)
+        err.print(styled("bold red", "error:", f" {message(error)}"), soft_wrap=True)
         sys.exit(EXIT_USER_ERROR)
     except KeyboardInterrupt:
         if debug:

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from srifty.cli.console import err, fmt_opt, out
-from srifty.network.errors import NetModelError, ProbeError, TestbedError
+from srifty.network import ProbeError, TestbedError
 from srifty.processes import signals_as_exit
 
 
@@ -59,9 +59,8 @@ def probe(
 
     Example: torchrun --nproc-per-node 2 -m srifty.cli.main probe --max-size 64MiB --out probes.parquet
     """
-    from srifty.network.probe.context import InstanceOptions
-    from srifty.network.probe.runner import ProbeSettings, run_probe
-    from srifty.vocab.busbw import parse_size_bytes, size_sweep_bytes
+    from srifty.network.probe import InstanceOptions, ProbeSettings, run_probe
+    from srifty.vocab import parse_size_bytes, size_sweep_bytes
 
     settings = ProbeSettings(
         out=out_path,
@@ -80,9 +79,6 @@ def probe(
     written = run_probe(settings, options)
     if written:
         err.print(f"appended {written} rows to {out_path}")
-
-
-BASES = ("none", "public", "default")
 
 
 def fit_net(
@@ -108,46 +104,12 @@ def fit_net(
     jobs: Annotated[int | None, typer.Option(help="XGBoost threads (default: all cores).")] = None,
 ) -> None:
     """Fit the bus-bandwidth model (XGBoost, split at the MTU, smooth in size, with intervals) from probe files."""
-    import pandas as pd
+    from srifty.network import fit_network
 
-    from srifty.network.dataset import file_fingerprint, read_probes, validate_frame
-    from srifty.network.model import SECONDS_PER_DAY, TARGETS, BandwidthModel
-
-    if target not in TARGETS:
-        raise NetModelError(f"--target must be one of {', '.join(TARGETS)}, got '{target}'.")
-    if base not in BASES:
-        raise NetModelError(f"--base must be one of {', '.join(BASES)}, got '{base}'.")
-    if not half_life_days >= 0:  # catches NaN as well
-        raise NetModelError(f"--half-life-days must be ≥ 0 (0: no decay), got {half_life_days}.")
-    for dataset in datasets:  # rows a model cannot learn from are named by their file
-        try:
-            validate_frame(read_probes(dataset), need_label=True, need_time=half_life_days > 0)
-        except NetModelError as error:
-            raise NetModelError(f"{dataset}: {error}") from None
-    frame = read_probes(datasets)
-    provenance: dict[str, object] = {
-        "datasets": [{"path": str(p), "fingerprint": file_fingerprint(p)} for p in datasets]
-    }
-    if base != "none":
-        from srifty.network.default import load_default_training_set
-        from srifty.network.public import load_public_probes
-
-        embedded = load_public_probes() if base == "public" else load_default_training_set()
-        provenance["base"] = {"rows": len(embedded), "which": base}
-        frame = pd.concat([frame, embedded], ignore_index=True)
-    model = BandwidthModel(
-        mtu_bytes=mtu_bytes,
-        target=target,
-        half_life_s=half_life_days * SECONDS_PER_DAY if half_life_days > 0 else None,
-        n_trials=trials,
-        n_folds=folds,
-        seed=seed,
-        n_jobs=jobs,
-    )
-    with err.status(f"fitting on {len(frame)} rows ({trials} trials per model)…"):
-        model.fit(frame, provenance=provenance)
-    paths = model.save(out_path)
-    table = Table(title=f"bandwidth model: {len(frame)} rows, MTU {mtu_bytes} B")
+    with err.status(f"fitting the bandwidth model ({trials} trials per model)…"):
+        fitted = fit_network(datasets, out_path, mtu_bytes, trials, folds, half_life_days, target, base, seed, jobs)
+    model, paths = fitted.model, fitted.paths
+    table = Table(title=f"bandwidth model: {fitted.rows} rows, MTU {mtu_bytes} B")
     for column in (
         "messages",
         "rows",
@@ -194,7 +156,7 @@ def testbed_up(
     name: NameOption = "tb",
 ) -> None:
     """Create the hosts, shape their links, and draw an allocation (placement factors)."""
-    from srifty.network.testbed.namespaces import family_from_catalog, up
+    from srifty.network.testbed import family_from_catalog, up
 
     state = up(name, hosts, family_from_catalog(instance_type, rated_network_gbps), scale, seed, gpus_per_host)
     table = Table(
@@ -229,7 +191,7 @@ def testbed_down(
     all_testbeds: Annotated[bool, typer.Option("--all", help="Remove every srifty testbed.")] = False,
 ) -> None:
     """Remove the testbed's processes, namespaces, links and state (also after a crash)."""
-    from srifty.network.testbed.namespaces import down
+    from srifty.network.testbed import down
 
     removed = down(None if all_testbeds else name)
     out.print(f"removed {len(removed)} item(s)" + (": " + ", ".join(removed) if removed else ""))
@@ -240,7 +202,7 @@ def testbed_status(
     name: Annotated[str | None, typer.Option("--name", help="Only this testbed.")] = None,
 ) -> None:
     """Show testbeds that are up, with the link rates really configured."""
-    from srifty.network.testbed.namespaces import status
+    from srifty.network.testbed import status
 
     found = status(name)
     if not found:
@@ -273,7 +235,7 @@ def testbed_launch(
     seed: Annotated[int, typer.Option(help="Seed of the rate variation.")] = 0,
 ) -> None:
     """Run a srifty command on the testbed hosts under torchrun, e.g. `launch -- probe --out p.parquet`."""
-    from srifty.network.testbed.launch import RateVariation, launch
+    from srifty.network.testbed import RateVariation, launch
 
     if not ctx.args:
         raise TestbedError("name the srifty command to run after `--`, for example: launch -- probe --out p.parquet")
@@ -305,9 +267,7 @@ def testbed_sweep(
 
     Options after `--` go to `srifty probe`, for example `-- --max-size 32MiB --repeats 3`.
     """
-    from srifty.network.testbed.launch import RateVariation
-    from srifty.network.testbed.namespaces import family_from_catalog
-    from srifty.network.testbed.sweep import SweepPlan, run_sweep
+    from srifty.network.testbed import RateVariation, SweepPlan, family_from_catalog, run_sweep
 
     plan = SweepPlan(
         families=tuple(family_from_catalog(f) for f in family),

@@ -12,10 +12,7 @@ from rich.text import Text
 from srifty.cli.console import err, out, styled
 from srifty.cli.plan_promise import promise_table
 from srifty.errors import InfeasiblePlanError, SpecError
-from srifty.plan.explain import count_text
-from srifty.plan.methods import get_method, planning_methods
-from srifty.plan.result import Plan
-from srifty.plan.scoring import Scored
+from srifty.plan import Plan, Scored, count_text, get_method, planning_methods
 from srifty.units import usd_text
 
 
@@ -311,7 +308,7 @@ def plan_command(
     ] = True,
 ) -> None:
     """Plan the fastest or cheapest VM configuration for a job spec."""
-    from srifty.plan.api import plan_spec
+    from srifty.plan import plan_spec
 
     if method not in planning_methods():
         raise SpecError(f"--method must be one of {', '.join(planning_methods())}, got '{method}'")
@@ -345,7 +342,7 @@ def _print_exports(
     zone_names: Path | None,
 ) -> None:  # fmt: skip
     """Write the SkyPilot tasks (``--skypilot``) and print the torchrun commands of the chosen configuration."""
-    from srifty.plan.export import torchrun_commands
+    from srifty.plan import torchrun_commands
 
     assert plan.best is not None
     job = plan.spec_name or spec_path.stem
@@ -362,9 +359,8 @@ def _export_skypilot(
 ) -> None:  # fmt: skip
     """``--skypilot DIR``: a task per group, and the srifty-controlled task where there is one (with the plan
     beside it, ``DIR/plan.json``, when ``srifty run --config`` cannot carry the configuration's strategy)."""
-    from srifty.catalog.zone_names import read_zone_names, skypilot_zone_names
-    from srifty.plan.export import workdir_path, write_controlled, write_skypilot
-    from srifty.plan.install_source import HOW, install_source
+    from srifty.catalog import read_zone_names, skypilot_zone_names
+    from srifty.plan import INSTALL_HOW, install_source, workdir_path, write_controlled, write_skypilot
 
     assert plan.best is not None
     config = plan.best.config
@@ -377,7 +373,8 @@ def _export_skypilot(
                   "(srifty launch brings up one cluster per group)")  # fmt: skip
     elif source is None:
         out.print(
-            f"no srifty-controlled task: the VMs need srifty and this one is installed from a local folder; {HOW}"
+            "no srifty-controlled task: the VMs need srifty and this one is installed from a local folder; "
+            + INSTALL_HOW
         )
     else:
         spec_file = workdir_path(spec_path)
@@ -409,8 +406,7 @@ def simulate_command(
     import numpy as np
 
     from srifty.catalog import load_catalog
-    from srifty.plan.api import require_fits, spec_config
-    from srifty.plan.inputs import resolve
+    from srifty.plan import require_fits, resolve, spec_config
     from srifty.sim import SimOptions, Simulator
     from srifty.spec import load_spec
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from srifty.plan.result import Plan
-from srifty.plan.scoring import Scored
+from srifty.plan import Plan, Scored
 
 
 def _p(value: float | None, confidence: float) -> str:

@@ -14,9 +14,7 @@ from rich.text import Text
 from srifty.cli import count_cmd, estimate_cmd
 from srifty.cli.console import err, out, styled
 from srifty.cli.options import refuse_without
-from srifty.compute import load_profile
-from srifty.compute.bundled import profile_filename
-from srifty.compute.profile import PHASES, Profile
+from srifty.compute import PHASES, Profile, load_profile, profile_filename
 from srifty.errors import ProfileError
 from srifty.units import BYTES_PER_GIB, BYTES_PER_MIB, parse_bytes
 
@@ -26,7 +24,7 @@ app = typer.Typer(
     no_args_is_help=False,
 )
 app.command("estimate")(estimate_cmd.estimate)
-app.command("calibrate")(estimate_cmd.calibrate)
+app.command("calibrate")(estimate_cmd.calibrate_gpu_model)
 app.command("count")(count_cmd.count)
 
 

@@ -13,7 +13,7 @@ from srifty.errors import SpecError
 from srifty.processes import signals_as_exit
 
 if TYPE_CHECKING:
-    from srifty.runtime.local import RunOutcome
+    from srifty.runtime import RunOutcome
 
 
 def show_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None) -> None:
@@ -128,7 +128,8 @@ def run_command(
     if not command:
         raise SpecError("give the training command after `--`, e.g. `srifty run job.yaml -- python train.py`")
     if hosts is not None:
-        from srifty.cli.hosts_cmd import LauncherSetup, run_on_hosts
+        from srifty.cli.hosts_cmd import run_on_hosts
+        from srifty.runtime import LauncherSetup
 
         if preempt_at is not None or hang_at is not None:
             raise SpecError(
@@ -146,8 +147,7 @@ def run_command(
             )  # fmt: skip
         _show(outcome, run_dir)
         return
-    from srifty.runtime.api import run_local_job
-    from srifty.runtime.local import Fault
+    from srifty.runtime import Fault, run_local_job
 
     faults = []
     if preempt_at is not None:

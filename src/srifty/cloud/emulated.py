@@ -53,9 +53,7 @@ from srifty.cloud.params import CloudParams, HiddenDraw, named_rng
 from srifty.cloud.stragglers import straggler_factors
 from srifty.errors import did_you_mean
 from srifty.units import gbps_to_bytes_per_s, usd_for
-from srifty.vocab import Config, make_config
-from srifty.vocab.busbw import size_sweep_bytes
-from srifty.vocab.probes import probe_frame
+from srifty.vocab import Config, make_config, probe_frame, size_sweep_bytes
 
 #: Largest world size whose slowest straggler is simulated (larger worlds take its value).
 SLOWEST_RANKS = 1024

@@ -28,7 +28,7 @@ from srifty.cloud.gradients import GradientTruth
 from srifty.cloud.network import LinkSetup, allreduce_phases_s
 from srifty.cloud.params import CloudParams
 from srifty.cloud.stragglers import StragglerFit, straggler_factors
-from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s
+from srifty.vocab import algbw_bytes_per_s, busbw_bytes_per_s
 
 #: Probe rows carry this epoch as their clock (the emulated cloud never reads the wall clock).
 EMULATED_EPOCH_S = 1.8e9

@@ -30,7 +30,7 @@ is gradual. ``fw = E_fw``, ``bw = E_bw − E_fw``, ``step = E_step − E_bw``, `
 Parameters (:class:`GpuModelParams`) are named ``eta.*``, ``mu.*``, ``intensity.*``, ``kernel_s*``,
 ``host_s.*``, ``overlap_p`` and ``pipeline_q``; per GPU generation, ``compute_scale@<gen>`` and
 ``memory_scale@<gen>`` multiply every ``eta`` and ``mu`` (1 where not fitted).
-:mod:`srifty.compute.calibration` fits them.
+:mod:`srifty.compute.gpu_fit` fits them.
 
 Pure numpy.
 """
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -303,8 +302,3 @@ def predict_ms(features: WorkFeatures, params: GpuModelParams) -> dict[str, NDAr
         "step": (end_step - end_bw) * MS_PER_S,
         "iter": end_step * MS_PER_S,
     }
-
-
-def params_to_dict(params: GpuModelParams) -> dict[str, Any]:
-    """JSON-ready form."""
-    return {name: float(value) for name, value in sorted(params.values.items())}

@@ -141,7 +141,7 @@ class EstimateInfo:
     """How an estimated profile was made. Everything in such a profile is a prediction, not a measurement.
 
     Attributes:
-        method: ``"calibrated"`` (the calibrated GPU model, :mod:`srifty.compute.calibrated`),
+        method: ``"calibrated"`` (the calibrated GPU model, :mod:`srifty.compute.gpu_estimate`),
             ``"roofline"`` (scaled op by op from a measured profile) or ``"paleo"`` (analytical, from op
             counts alone).
         source_device: label of the profile it was made from (``"cpu"``, ``"V100"``).

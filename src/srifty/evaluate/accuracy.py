@@ -26,8 +26,7 @@ from srifty.cloud import EmulatedCloud, named_rng
 from srifty.evaluate.learn import DEFAULT_FIT_TRIALS, learn_network
 from srifty.evaluate.profiling import profile_gpus
 from srifty.evaluate.world import make_world
-from srifty.plan import Knowledge, get_method
-from srifty.plan.space import powers_of_two
+from srifty.plan import Knowledge, get_method, powers_of_two
 from srifty.vocab import make_config
 
 #: The case studies' models.

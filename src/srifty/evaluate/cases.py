@@ -53,15 +53,16 @@ from srifty.plan import (
     Knowledge,
     PlanProblem,
     ProfileLimits,
+    area_type_names,
     build_problems,
     compute_latency_ms,
     count_configs,
     get_method,
     make_plan,
+    sample_placed,
+    spec_area,
+    unplaced,
 )
-from srifty.plan.api import area_type_names, spec_area
-from srifty.plan.build import unplaced
-from srifty.plan.methods import sample_placed
 from srifty.spec import JobSpec, load_spec
 
 #: Every method the evaluation runs by default: all of the registry's.

@@ -23,7 +23,7 @@ from srifty.cloud import EmulatedCloud, named_rng
 
 if TYPE_CHECKING:  # importing them needs xgboost; the fields are filled by fit_network
     from srifty.network import BandwidthModel
-    from srifty.plan.methods.alpha_beta import AlphaBetaModel
+    from srifty.plan import AlphaBetaModel
 
 DEFAULT_FIT_TRIALS = 4
 DEFAULT_FIT_FOLDS = 3
@@ -79,7 +79,7 @@ def learn_network(
 ) -> NetworkKnowledge:
     """Probe, then fit srifty's bandwidth model and the alpha-beta baseline on the same rows."""
     from srifty.network import BandwidthModel
-    from srifty.plan.methods.alpha_beta import AlphaBetaModel
+    from srifty.plan import AlphaBetaModel
 
     started = time.perf_counter()
     probes = probe_network(cloud, instance_types, seed, n_allocations, max_world)

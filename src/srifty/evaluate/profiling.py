@@ -33,13 +33,11 @@ from srifty.compute import (
     ParamInfo,
     PhaseSamples,
     Profile,
-    assign_buckets,
-    fit_latency_curve,
+    find_max_batch,
     fit_memory_model,
+    param_buckets,
+    probe_latency,
 )
-from srifty.compute.latency import default_candidates, fit_phase_model
-from srifty.compute.memory import find_max_batch
-from srifty.compute.profile import PHASES
 from srifty.errors import ProfileError
 
 GPU_MAX_BATCH_CAP = 8192
@@ -68,22 +66,14 @@ def profile_session(
     max_batch = find_max_batch(session.fits, GPU_MAX_BATCH_CAP)
     if max_batch < 1:
         raise ProfileError(f"{session.model} does not fit one {session.gpu} even at batch 1.")
-    samples: dict[int, PhaseSamples] = {}
 
-    def measure(batch: int) -> float:
+    def measure(batch: int) -> PhaseSamples:
         timed = session.time(batch, timed_iters)
-        samples[batch] = PhaseSamples(batch, timed.fw_ms, timed.bwd_ms, timed.step_ms, timed.iter_ms, timed.peak_bytes)
-        return samples[batch].robust_mean_ms("iter")
+        return PhaseSamples(batch, timed.fw_ms, timed.bwd_ms, timed.step_ms, timed.iter_ms, timed.peak_bytes)
 
-    candidates = default_candidates(max_batch)
-    if candidates[-1] != max_batch:
-        candidates.append(max_batch)
-    latency = {"iter": fit_latency_curve(measure, max_batch, n_probes, candidates, flat_floor=True)}
-    batches = sorted(samples)
-    for phase in PHASES[:-1]:
-        values = [samples[b].robust_mean_ms(phase) for b in batches]
-        latency[phase] = fit_phase_model(batches, values, flat_floor=True)  # a GPU: srifty's GPU fit
-    points = tuple((b, float(samples[b].peak_bytes or 0.0)) for b in batches)
+    samples, latency = probe_latency(measure, max_batch, n_probes, flat_floor=True)  # a GPU: srifty's GPU fit
+    batches = [s.batch for s in samples]
+    points = tuple((s.batch, float(s.peak_bytes or 0.0)) for s in samples)
     memory = fit_memory_model([b for b, _ in points], [p for _, p in points]) if len(points) > 1 else template.memory
     params, ready_order = _timeline(session, batches[-1])
     spec = catalog.gpu_spec(session.gpu)
@@ -99,16 +89,10 @@ def profile_session(
         mem_bw_bytes_per_s=spec.mem_bw_bytes_per_s,
         peaks_source="datasheet",
     )
-    buckets = assign_buckets(
-        ready_order,
-        [p.size_bytes for p in params],
-        [p.ready_frac for p in params],
-        template.bucket_cap_mb,
-        [p.dtype for p in params],
-    )
+    buckets = param_buckets(params, ready_order, template.bucket_cap_mb)
     measured = template.derive(
         device=device,
-        samples=tuple(samples[b] for b in batches),
+        samples=samples,
         latency=latency,
         memory_points=points,
         max_batch=max_batch,
@@ -167,7 +151,7 @@ def profile_gpus(
 
 def templates_for(models: list[str], given: Mapping[str, Profile]) -> dict[str, Profile]:
     """A profile describing each model (a given one, else the bundled one)."""
-    from srifty.compute.bundled import bundled_profiles_for
+    from srifty.compute import bundled_profiles_for
 
     out = {}
     for model in models:

@@ -24,12 +24,8 @@ from srifty.errors import SpecError
 from srifty.evaluate.learn import learn_network
 from srifty.evaluate.profiling import profile_gpus
 from srifty.evaluate.world import World, make_world
-from srifty.plan.api import area_type_names, plan_job, require_global_batch, spec_area, spec_config
-from srifty.plan.inputs import PlanInputs
-from srifty.plan.result import Plan
-from srifty.runtime.controller import Controller
-from srifty.runtime.decisions import DecisionLog
-from srifty.runtime.local import checkpoint_interval_iters
+from srifty.plan import Plan, PlanInputs, area_type_names, plan_job, require_global_batch, spec_area, spec_config
+from srifty.runtime import Controller, DecisionLog, checkpoint_interval_iters
 from srifty.spec import JobSpec
 from srifty.vocab import Config
 
@@ -150,8 +146,7 @@ def run_scenario(spec: JobSpec, run_dir: Path, profile_dirs: tuple[Path, ...] = 
         decision = controller.on_preemption(name, market, count, now)
         event(now, decision.action, reason=decision.reason, config=decision.config)
         lost = controller.iteration - checkpoint
-        controller.iteration = checkpoint
-        controller.tracker.reset_window(checkpoint, now)
+        controller.rollback_to(checkpoint, now)
         event(now, "rollback", to_iteration=checkpoint, lost_iterations=lost)
         config = controller.config
         configs.append(config.notation())

@@ -30,17 +30,11 @@ from srifty.errors import SpecError
 from srifty.evaluate.scenario import learned_inputs
 from srifty.evaluate.spot_replay import ReplayJob, RunRecord, oracle_run, replay, start_times_s, summarise
 from srifty.evaluate.world import World, make_world
-from srifty.plan.api import plan_job, spec_area
-from srifty.plan.inputs import PlanInputs
-from srifty.plan.offers import expand_offers
-from srifty.plan.risk import core_config
-from srifty.plan.spot_policy import pace_of, policy_for
+from srifty.plan import PlanInputs, core_config, expand_offers, pace_of, plan_job, policy_for, spec_area
 from srifty.spec import JobSpec
 from srifty.spot import SpotModel
 from srifty.spot.policy import OnDemandOnly, SpotRestart, UniformProgress
-from srifty.vocab import Config, ConfigGroup
-from srifty.vocab.spot_policy import SpotPolicy
-from srifty.vocab.spot_trace import SpotTrace
+from srifty.vocab import Config, ConfigGroup, SpotPolicy, SpotTrace
 
 EVAL_SPOT_KIND = "eval-spot"
 EVAL_SPOT_SCHEMA_VERSION = 1

@@ -41,9 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from srifty.units import SECONDS_PER_HOUR
-from srifty.vocab import Config
-from srifty.vocab.spot_policy import Mode, SpotDecision, SpotPolicy, SpotView
-from srifty.vocab.spot_trace import SpotTrace
+from srifty.vocab import Config, SpotDecision, SpotPolicy, SpotTrace, SpotView
+from srifty.vocab import SpotMode as Mode
 
 #: A run that has not finished after this many times the deadline (or the job's on-demand time, without one)
 #: is stopped and counted as never finishing.

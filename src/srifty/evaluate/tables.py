@@ -134,80 +134,10 @@ SUMMARY_HEADER = (
 )
 
 
-def method_summary_rows(run: CasesRun) -> list[list[str]]:
-    """Per method, over every case: how often it lands within 5% of the true optimum, the geometric mean of
-    its ratios, how often it breaks a constraint where a feasible plan existed, and how it handles cases
-    with no feasible plan (right: no plan, or a plan it knows violates them)."""
-    methods = [m.method for m in run.cases[0].methods] if run.cases else []
-    rows = []
-    for method in methods:
-        picks = [(case, next(m for m in case.methods if m.method == method)) for case in run.cases]
-        feasible = [(c, m) for c, m in picks if c.optimum is not None]
-        within = sum(
-            1 for _, m in feasible if m.ratio_to_optimum is not None and m.ratio_to_optimum <= 1.05 and not m.violations
-        )
-        ratios = [m.ratio_to_optimum for _, m in feasible if m.ratio_to_optimum is not None]
-        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
-        broke = sum(1 for _, m in feasible if m.violations or m.config is None)
-        hopeless = [m for c, m in picks if c.optimum is None]
-        right = sum(1 for m in hopeless if m.config is None)
-        rows.append(
-            [
-                METHOD_LABELS.get(method, method),
-                f"{within} of {len(feasible)}",
-                _num(geo, ".3f"),
-                f"{broke} of {len(feasible)}",
-                f"{right} of {len(hopeless)}" if hopeless else "—",
-                f"{sum(m.solve_s for _, m in picks) / len(picks):.2f}",
-            ]
-        )
-    return rows
-
-
 def _knee_floor(knee: float | None) -> int:
     if knee is None or knee < 1:
         return 1
     return 1 << (int(knee).bit_length() - 1)
-
-
-def miss_notes(run: CasesRun, method: str = "srifty") -> list[str]:
-    """Why ``method`` missed the 5% target where it did, computed from the results."""
-    notes = []
-    for case in run.cases:
-        m = next((x for x in case.methods if x.method == method), None)
-        if m is None or case.optimum is None:
-            continue
-        if m.config is not None and not m.violations and m.ratio_to_optimum is not None and m.ratio_to_optimum <= 1.05:
-            continue
-        opt = case.optimum
-        points = {p["config"]: p for p in case.points}
-        reason = []
-        knees = {g: _knee_floor(info["knee_batch"]) for g, info in case.profiles.items()}
-        for part in opt["config"].split(","):
-            count_type, batch = part.split("@")
-            floor = knees.get(case.instance_gpus.get(count_type.split("x", 1)[1], ""), 1)
-            if int(batch) < floor:
-                reason.append(
-                    f"the optimum runs {part}, a local batch below the knee floor {floor} srifty prunes at (the "
-                    "paper's second insight), so srifty never considered it"
-                )
-        if not reason and m.config is not None:
-            mine, best = points.get(m.config, {}), points.get(opt["config"], {})
-            if mine.get("srifty_iter_s") and best.get("srifty_iter_s"):
-                reason.append(
-                    f"prediction error: srifty predicted {1000 * mine['srifty_iter_s']:.1f} ms per iteration for its "
-                    f"choice and {1000 * best['srifty_iter_s']:.1f} ms for the optimum; the truth is "
-                    f"{1000 * mine['iter_s']:.1f} ms and {1000 * best['iter_s']:.1f} ms"
-                )
-        ablation = next((x for x in case.methods if x.method == "srifty_all_batches"), None)
-        if ablation is not None and ablation.ratio_to_optimum is not None and method == "srifty":
-            reason.append(
-                f"without knee pruning srifty picks {ablation.config} (ratio {ablation.ratio_to_optimum:.3f})"
-            )
-        got = "no plan" if m.config is None else f"{m.config} (ratio {_num(m.ratio_to_optimum, '.3f')})"
-        why = "; ".join(reason) or "see the points in the raw results"
-        notes.append(f"{case.name}: {METHOD_LABELS.get(method, method)} chose {got}; {why}.")
-    return notes
 
 
 SEEDS_HEADER = (

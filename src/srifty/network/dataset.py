@@ -21,7 +21,7 @@ import pandas as pd
 from srifty.artifacts import atomic_write_bytes
 from srifty.errors import ArtifactError
 from srifty.network.errors import NetModelError
-from srifty.vocab.probes import (
+from srifty.vocab import (
     PROBE_COLUMNS,
     PROBE_KIND,
     PROBE_SCHEMA_VERSION,

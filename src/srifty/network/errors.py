@@ -7,9 +7,9 @@ raises it too) and is re-exported here.
 
 from __future__ import annotations
 
-from srifty.errors import ProbeError, ProbeTimeoutError, SriftyError
+from srifty.errors import OptionError, ProbeError, ProbeTimeoutError, SriftyError
 
-__all__ = ["NetModelError", "ProbeError", "ProbeTimeoutError", "TestbedError"]
+__all__ = ["NetModelError", "NetModelOptionError", "ProbeError", "ProbeTimeoutError", "TestbedError"]
 
 
 class TestbedError(SriftyError):
@@ -20,3 +20,7 @@ class TestbedError(SriftyError):
 
 class NetModelError(SriftyError):
     """A bandwidth model cannot be fitted or used with the data it was given."""
+
+
+class NetModelOptionError(OptionError, NetModelError):
+    """A bandwidth-model option out of range, named by its parameter (the CLI words it as its flag)."""

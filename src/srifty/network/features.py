@@ -80,7 +80,7 @@ def _column(frame: pd.DataFrame, name: str, fill: float) -> FloatArray:
 def _datasheet_links_gbps() -> dict[str, float]:
     """Intra-node link per GPU and direction (Gbps) of every catalog GPU, by upper-case name. The
     datasheets give NVLink as the total of both directions per GPU, PCIe per direction."""
-    from srifty.catalog.loader import load_gpu_specs
+    from srifty.catalog import load_gpu_specs
     from srifty.units import bytes_per_s_to_gbps
 
     links = {}

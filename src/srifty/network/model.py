@@ -68,7 +68,7 @@ from srifty.artifacts import atomic_write_bytes, read_json_artifact, write_json_
 from srifty.errors import ArtifactError
 from srifty.network.curves import ResidualCurves, configuration_keys
 from srifty.network.dataset import as_frame, exclusive_lock, validate_frame
-from srifty.network.errors import NetModelError
+from srifty.network.errors import NetModelError, NetModelOptionError
 from srifty.network.features import (
     DEFAULT_CATEGORICAL_FEATURES,
     DEFAULT_NUMERIC_FEATURES,
@@ -89,7 +89,7 @@ from srifty.network.tuning import (
     mape,
     tune_params,
 )
-from srifty.vocab.busbw import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message, ring_passes
+from srifty.vocab import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message, ring_passes
 
 Target = Literal["auto", "link_fraction", "busbw"]
 TARGETS: tuple[Target, ...] = ("auto", "link_fraction", "busbw")
@@ -291,20 +291,21 @@ class BandwidthModel:
     # ----------------------------------------------------------------------------------------- fit
     def _check_params(self) -> None:
         if self.target not in TARGETS:
-            raise NetModelError(f"target must be one of {', '.join(TARGETS)}, got '{self.target}'.")
+            raise NetModelOptionError("target", f"must be one of {', '.join(TARGETS)}, got '{self.target}'.")
         if self.mtu_bytes < 1:
-            raise NetModelError(f"mtu_bytes (--mtu-bytes) must be a positive number of bytes, got {self.mtu_bytes}.")
-        if self.n_trials < 0 or self.n_folds < 2:
-            raise NetModelError(
-                f"n_trials (--trials) must be ≥ 0 and n_folds (--folds) ≥ 2, got {self.n_trials} and {self.n_folds}."
-            )
+            raise NetModelOptionError("mtu_bytes", f"must be a positive number of bytes, got {self.mtu_bytes}.")
+        if self.n_trials < 0:
+            raise NetModelOptionError("n_trials", f"must be ≥ 0 (0: default hyperparameters), got {self.n_trials}.")
+        if self.n_folds < 2:
+            raise NetModelOptionError("n_folds", f"must be ≥ 2, got {self.n_folds}.")
         if self.half_life_s is not None and not (math.isfinite(self.half_life_s) and self.half_life_s > 0):
-            raise NetModelError(
-                "the half-life of probe weights (--half-life-days) must be a positive number of days, or 0 for no "
-                f"decay; got {self.half_life_s / SECONDS_PER_DAY:g} days."
+            raise NetModelOptionError(
+                "half_life_s",
+                f"(the half-life of probe weights) must be a positive number of seconds, or None for no decay; got "
+                f"{self.half_life_s}.",
             )
         if self.n_jobs is not None and self.n_jobs < 1:
-            raise NetModelError(f"n_jobs (--jobs) must be at least 1 thread, got {self.n_jobs}.")
+            raise NetModelOptionError("n_jobs", f"must be at least 1 thread, got {self.n_jobs}.")
 
     def _scale_bytes_per_s(self, frame: pd.DataFrame) -> FloatArray:
         """What the log-label is relative to: the link (link_fraction) or 1 byte/s (busbw)."""

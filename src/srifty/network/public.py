@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from srifty.errors import ArtifactError
-from srifty.vocab.busbw import algbw_bytes_per_s, busbw_bytes_per_s, ring_passes
+from srifty.vocab import algbw_bytes_per_s, busbw_bytes_per_s, ring_passes
 
 TABLES_FILE = "public-tables.csv"
 ROWS_FILE = "public-allreduce.csv"
@@ -60,7 +60,7 @@ def load_public_probes(use: Sequence[str] = (TRAIN,)) -> pd.DataFrame:
         A frame with every probe-schema column (in cloud units, ``emulation_scale`` 1) and the
         :data:`EXTRA_COLUMNS`, sorted by table and size.
     """
-    from srifty.vocab.probes import PROBE_COLUMNS
+    from srifty.vocab import PROBE_COLUMNS
 
     tables = load_public_tables()
     tables = tables[tables["use"].isin(list(use))]

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from srifty.catalog import Catalog, InstanceType
-from srifty.compute import Profile
-from srifty.compute.sharding import MemoryInputs, gpu_options, max_batch_for, memory_inputs
+from srifty.compute import MemoryInputs, Profile, gpu_options, max_batch_for, memory_inputs
 from srifty.plan.offers import Offer, expand_offers
 from srifty.plan.problem import Candidate, Placement, PlanProblem
 from srifty.plan.space import BatchPolicy, allowed_batches

@@ -37,11 +37,10 @@ from typing import Any
 import yaml
 
 from srifty.artifacts import atomic_write_text
-from srifty.catalog.zone_names import skypilot_zone
+from srifty.catalog import skypilot_zone
 from srifty.errors import SpecError
 from srifty.plan.install_source import InstallSource
-from srifty.vocab import Config
-from srifty.vocab.commands import split_command, torchrun_target
+from srifty.vocab import Config, split_command, torchrun_target
 
 DEFAULT_TRAIN_COMMAND = "python train.py"
 MASTER_PORT = 29400

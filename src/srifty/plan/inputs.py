@@ -2,7 +2,7 @@
 
 Profiles come, in order of preference, from the files the spec lists (``model.profiles``), from the
 profiles bundled with srifty for that model, or, for GPU types with neither, from a cross-GPU estimate
-with the calibrated GPU model (:mod:`srifty.compute.calibrated`) of the closest measured profile; every
+with the calibrated GPU model (:mod:`srifty.compute.gpu_estimate`) of the closest measured profile; every
 source is recorded so the plan can say which numbers were measured and which were estimated, and each
 estimate carries its expected error. The bandwidth model is the spec's ``network_model`` file or the
 embedded default (emulated-testbed probes and public nccl-tests tables of real clusters); for every
@@ -21,10 +21,16 @@ from typing import Any
 import numpy as np
 
 from srifty.catalog import Catalog, InstanceType
-from srifty.compute import Profile, load_profile, parse_model_name
-from srifty.compute.bundled import bundled_profiles_for, profile_filename
-from srifty.compute.hf_configs import find_hf_config, missing_hf_config
-from srifty.compute.names import HF_MODELS
+from srifty.compute import (
+    HF_MODELS,
+    Profile,
+    bundled_profiles_for,
+    find_hf_config,
+    load_profile,
+    missing_hf_config,
+    parse_model_name,
+    profile_filename,
+)
 from srifty.errors import CatalogError, ProfileError, SpecError
 from srifty.plan.offers import expand_offers
 from srifty.sim import BusBandwidthModel
@@ -128,7 +134,7 @@ def resolve_profiles(
         ProfileError: a listed file profiles another model, the job's CPU profiles come from different
             machines, or a GPU has no profile and none can be estimated.
     """
-    from srifty.compute.provenance import check_one_machine, mixing_warnings
+    from srifty.compute import check_one_machine, mixing_warnings
 
     check_model_name(spec)
     noisy_listed: list[str] = []
@@ -187,8 +193,7 @@ def resolve_profiles(
 
 
 def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Profile, str]:
-    from srifty.compute.calibrated import calibrated_profile
-    from srifty.compute.estimate import choose_source
+    from srifty.compute import calibrated_profile, choose_source
 
     choice = choose_source(measured, gpu, catalog)
     estimate = calibrated_profile(choice.profile, gpu, catalog=catalog, reason=choice.reason)
@@ -199,8 +204,7 @@ def _estimate(measured: list[Profile], catalog: Catalog, gpu: str) -> tuple[Prof
 def resolve_net_model(spec: JobSpec) -> tuple[Any, str]:
     """The spec's bandwidth model file, or the embedded default (see :mod:`srifty.network.default`), loaded
     once per process (a run re-plans with it; it is only read)."""
-    from srifty.network import BandwidthModel
-    from srifty.network.default import DEFAULT_MODEL_SOURCE
+    from srifty.network import DEFAULT_MODEL_SOURCE, BandwidthModel
 
     if spec.network_model is not None:
         return BandwidthModel.load(spec.network_model), f"file: {spec.network_model}"
@@ -222,7 +226,7 @@ def describe_network(net: Any, instances: Sequence[InstanceType]) -> dict[str, s
     """Per instance type, where the bandwidth model's answer for it comes from and how far off such answers
     were on held-out data, between 2 VMs and (for several GPUs per VM) within one; empty for a model that
     cannot say (``explain``)."""
-    from srifty.sim.netquery import feature_frame
+    from srifty.sim import feature_frame
 
     explain = getattr(net, "explain", None)
     unique = list({i.name: i for i in instances}.values())

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from srifty.catalog import Catalog, InstanceType
-from srifty.compute import Profile
-from srifty.compute.sharding import (
+from srifty.compute import (
     MemoryInputs,
+    Profile,
     Strategy,
     gpu_options,
     max_batch_for,

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from srifty.catalog import Catalog, InstanceType, Market, opt_in_kind, without_opt_in_zones
 from srifty.errors import SpecError
-from srifty.spec import JobSpec
-from srifty.spec.model import CandidateSpec
+from srifty.spec import CandidateSpec, JobSpec
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Protocol, TypeVar
 from srifty.plan.predict import Estimate
 from srifty.plan.problem import PlanProblem
 from srifty.plan.risk import Risk, assess
-from srifty.vocab import Config
+from srifty.vocab import Config, JobOutcome
 
 
 class Outcome(Protocol):
@@ -60,8 +60,8 @@ def job_time_cost(problem: PlanProblem, config: Config, iter_mean_s: float) -> t
 
 
 @dataclass(frozen=True)
-class Scored:
-    """A configuration with its predicted job time, cost and constraint checks.
+class Scored(JobOutcome):
+    """A configuration with its predicted job time, cost and constraint checks (feasible: as predicted).
 
     ``time_s`` and ``cost_usd`` are expected values; ``risk`` holds their distributions, and a constraint is
     violated when its probability falls short of the problem's confidence.
@@ -82,14 +82,9 @@ class Scored:
         return None if self.risk is None else self.risk.p_meet_budget
 
     @property
-    def feasible(self) -> bool:
-        """Meets every given constraint (as predicted)."""
-        return not self.violations
-
-    @property
-    def throughput_samples_per_s(self) -> float:
-        """Global batch per mean iteration."""
-        return self.config.global_batch / self.estimate.iter_mean_s
+    def mean_iter_s(self) -> float:
+        """Predicted mean iteration time (s)."""
+        return self.estimate.iter_mean_s
 
 
 def score(problem: PlanProblem, config: Config, estimate: Estimate) -> Scored:

@@ -22,8 +22,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from srifty.compute import Profile
-from srifty.compute.sharding import MemoryInputs, gpu_options, memory_inputs, peak_memory, usable_bytes
+from srifty.compute import MemoryInputs, Profile, gpu_options, memory_inputs, peak_memory, usable_bytes
 from srifty.plan.memory import Sharding, allowed_strategies, checkpointing_choices, type_max_batch
 from srifty.plan.predict import Estimate, Predictor
 from srifty.sim import profile_for

@@ -291,6 +291,21 @@ def _within_budget(
     return [c for c in out if cost(c) <= problem.budget_usd] or [cheapest]
 
 
+#: A search that needs neither the mode nor the simulation budget: the problem, the predictor, compute latency.
+SimpleSearch = Callable[[PlanProblem, Predictor, LatencyFn], SearchOutcome]
+
+
+def full_signature(search: SimpleSearch) -> Callable[[PlanProblem, Predictor, LatencyFn, Mode, int], SearchOutcome]:
+    """``search`` with the signature every plan search has (the mode and simulation budget, unused)."""
+
+    def run(
+        problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn, mode: Mode, max_sim_calls: int
+    ) -> SearchOutcome:
+        return search(problem, predictor, latency_ms)
+
+    return run
+
+
 def single(problem: PlanProblem, predictor: Predictor, config: Config | None) -> list[Scored]:
     """Score one heuristic configuration (or nothing)."""
     return [] if config is None else [score(problem, config, predictor.predict(config))]

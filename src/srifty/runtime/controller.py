@@ -24,19 +24,17 @@ as above; falling back re-plans over on-demand VMs only, for the rest of the job
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from srifty.catalog import load_catalog
 from srifty.errors import SpecError
-from srifty.plan.offers import expand_offers
-from srifty.plan.result import Plan
+from srifty.plan import Plan, expand_offers
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.progress import DEFAULT_WINDOW_S, ProgressTracker
 from srifty.spec import CandidateSpec, JobSpec
 from srifty.units import usd_for
-from srifty.vocab import Config, ConfigGroup
-from srifty.vocab.spot_policy import SpotDecision, SpotPolicy, SpotView
+from srifty.vocab import Config, ConfigGroup, SpotDecision, SpotPolicy, SpotView
 
 Replanner = Callable[[JobSpec], Plan]
 #: Hosts found slow: ``(address, instance type, market, why)``.
@@ -68,8 +66,19 @@ class Controller:
         quotas: hosts alive per ``(instance type, market)`` when running on a host file, else ``None``.
         first: the first decision to log (a resumed run's ``resume``; ``start`` by default).
         find_slow: on a host file, which hosts are slow now (asked before a deadline/budget re-plan).
+        set_aside: hosts already set aside as slow (a resumed run's).
         policy: the spot policy asked on spot losses and progress checks (``None``: none).
+
+    The controller owns what it holds: other objects read it through read-only properties and change it only
+    through its methods (events, :meth:`rollback_to`, :meth:`restart_window`, :meth:`resume_at`).
     """
+
+    # No attribute can be added from outside, and the public ones are read-only properties.
+    __slots__ = (
+        "_banned", "_config", "_config_since_s", "_find_slow", "_iteration", "_log", "_next_check_s",
+        "_on_demand_only", "_policy", "_policy_said", "_quotas", "_replan_fn", "_set_aside", "_spec",
+        "_spent_before_usd", "_start_s", "_survivors", "_tracker",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -82,67 +91,116 @@ class Controller:
         quotas: dict[tuple[str, str], int] | None = None,
         first: Decision | None = None,
         find_slow: SlowHostFinder | None = None,
+        set_aside: Sequence[str] = (),
         policy: SpotPolicy | None = None,
     ) -> None:
-        self.spec = spec
-        self.config = config
-        self.replan_fn = replan
-        self.log = log
-        self.start_s = start_s
-        self.tracker = ProgressTracker(window_s)
-        self.tracker.record(0, start_s)
-        self.iteration = 0
+        self._spec = spec
+        self._config = config
+        self._replan_fn = replan
+        self._log = log
+        self._start_s = start_s
+        self._tracker = ProgressTracker(window_s)
+        self._tracker.record(0, start_s)
+        self._iteration = 0
         self._config_since_s = start_s
         self._spent_before_usd = 0.0
         self._banned: set[tuple[str, str]] = set()
         self._next_check_s = start_s
         # VMs of the current configuration still running after a preemption (None: all of them).
         self._survivors: list[ConfigGroup] | None = None
-        self.quotas = None if quotas is None else dict(quotas)
-        self.find_slow = find_slow
-        self.policy = policy
-        #: Whether the policy has moved the job to on-demand VMs for good.
-        self.on_demand_only = False
+        self._quotas = None if quotas is None else dict(quotas)
+        self._find_slow = find_slow
+        # Hosts set aside as slow (addresses), in the order they were.
+        self._set_aside: list[str] = list(set_aside)
+        self._policy = policy
+        # Whether the policy has moved the job to on-demand VMs for good.
+        self._on_demand_only = False
         # The job starts on its planned markets: only a change of the policy's answer is logged at a check.
         self._policy_said = "spot" if any(g.market == "spot" for g in config.groups) else "on_demand"
-        #: Hosts set aside as slow (addresses), in the order they were.
-        self.set_aside: list[str] = []
         self._emit(
             first or Decision(start_s, 0, "start", "training starts on the planned configuration", config.notation())
         )
 
+    # ---- what it holds (read-only: only the controller's own methods change it) ---------------------
+
+    @property
+    def spec(self) -> JobSpec:
+        """The job as the user asked for it."""
+        return self._spec
+
+    @property
+    def config(self) -> Config:
+        """The configuration the job runs on now (or is to be relaunched on)."""
+        return self._config
+
+    @property
+    def iteration(self) -> int:
+        """Iterations done (after a rollback: those the last checkpoint holds)."""
+        return self._iteration
+
+    @property
+    def log(self) -> DecisionLog:
+        """The decision log."""
+        return self._log
+
+    @property
+    def window_s(self) -> float:
+        """The throughput window (s)."""
+        return self._tracker.window_s
+
+    @property
+    def quotas(self) -> dict[tuple[str, str], int] | None:
+        """On a host file, the hosts alive per ``(instance type, market)`` (a copy), else ``None``."""
+        return None if self._quotas is None else dict(self._quotas)
+
+    @property
+    def set_aside_hosts(self) -> tuple[str, ...]:
+        """Hosts set aside as slow (addresses), in the order they were."""
+        return tuple(self._set_aside)
+
     def resume_at(self, iteration: int, now_s: float, spent_usd: float) -> None:
         """Continue a job restarted by ``srifty run --resume``: ``iteration`` done (its last checkpoint),
         ``spent_usd`` spent before ``now_s``."""
-        self.iteration = iteration
-        self.tracker.reset_window(iteration, now_s)
+        self._iteration = iteration
+        self._tracker.reset_window(iteration, now_s)
         self._spent_before_usd = spent_usd
         self._config_since_s = now_s
         self._next_check_s = now_s
+
+    def rollback_to(self, iteration: int, now_s: float) -> None:
+        """Training restarts from the checkpoint at ``iteration`` (after a failure, at ``now_s``): the work
+        since is undone and the throughput window starts again there."""
+        self._iteration = iteration
+        self._tracker.reset_window(iteration, now_s)
+
+    def restart_window(self, now_s: float) -> None:
+        """Start the throughput window again at the current iteration (the first iteration of a launch
+        includes torchrun's start-up: not a throughput sample)."""
+        self._tracker.reset_window(self._iteration, now_s)
 
     # ---- accounting --------------------------------------------------------------------------------
 
     def cost_so_far_usd(self, now_s: float) -> float:
         """What the job has cost up to ``now_s``: earlier configurations plus the current one since it started."""
-        return self._spent_before_usd + usd_for(self.config.price_usd_per_hour(), now_s - self._config_since_s)
+        return self._spent_before_usd + usd_for(self._config.price_usd_per_hour(), now_s - self._config_since_s)
 
     def project(self, now_s: float) -> Projection | None:
         """The optimistic projection, or ``None`` while the window holds too few iterations."""
-        window = self.tracker.window()
+        window = self._tracker.window()
         if window is None:
             return None
-        remaining = self.spec.iterations - self.iteration
+        remaining = self._spec.iterations - self._iteration
         rest_s = remaining * window.optimistic_iter_s
         end_s = now_s + rest_s
-        cost = self.cost_so_far_usd(now_s) + usd_for(self.config.price_usd_per_hour(), rest_s)
-        deadline = self.spec.deadline_s
-        budget = self.spec.budget_usd
+        cost = self.cost_so_far_usd(now_s) + usd_for(self._config.price_usd_per_hour(), rest_s)
+        deadline = self._spec.deadline_s
+        budget = self._spec.budget_usd
         return Projection(
             remaining,
             rest_s,
             end_s,
             cost,
-            deadline is not None and end_s - self.start_s > deadline,
+            deadline is not None and end_s - self._start_s > deadline,
             budget is not None and cost > budget,
         )
 
@@ -150,17 +208,17 @@ class Controller:
 
     def on_iteration(self, iteration: int, now_s: float) -> Decision | None:
         """Iteration count ``iteration`` reached at ``now_s``; returns a switch decision if it re-plans."""
-        self.iteration = iteration
-        self.tracker.record(iteration, now_s)
-        if iteration >= self.spec.iterations:
+        self._iteration = iteration
+        self._tracker.record(iteration, now_s)
+        if iteration >= self._spec.iterations:
             return self._emit(
                 Decision(
                     now_s,
                     iteration,
                     "finish",
                     "all iterations done",
-                    self.config.notation(),
-                    {"cost_usd": self.cost_so_far_usd(now_s), "elapsed_s": now_s - self.start_s},
+                    self._config.notation(),
+                    {"cost_usd": self.cost_so_far_usd(now_s), "elapsed_s": now_s - self._start_s},
                 )
             )
         fallback = self._policy_fallback(now_s, "tick")
@@ -174,16 +232,17 @@ class Controller:
         what = []
         if projection.misses_deadline:
             what.append(
-                f"even at the optimistic throughput the job ends at {projection.optimistic_end_s - self.start_s:.0f} s "
-                f"> deadline {self.spec.deadline_s:.0f} s"
+                "even at the optimistic throughput the job ends at "
+                f"{projection.optimistic_end_s - self._start_s:.0f} s "
+                f"> deadline {self._spec.deadline_s:.0f} s"
             )
         if projection.exceeds_budget:
             what.append(
                 f"even optimistically it costs ${projection.optimistic_cost_usd:.2f} > budget "
-                f"${self.spec.budget_usd:.2f}"
+                f"${self._spec.budget_usd:.2f}"
             )
         why = "; ".join(what)
-        slow = self.find_slow() if self.find_slow is not None else []
+        slow = self._find_slow() if self._find_slow is not None else []
         if slow:
             return self.on_hosts_lost(
                 [(a, t, m) for a, t, m, _ in slow], now_s, f"{why}; " + "; ".join(w for *_, w in slow), slow=True
@@ -194,7 +253,7 @@ class Controller:
         """``lost_vms`` VMs of ``instance_type`` on ``market`` were taken away at ``now_s``."""
         self._banned.add((instance_type, market))
         survivors = []
-        for g in self.config.groups:
+        for g in self._config.groups:
             if g.instance.name == instance_type and g.market == market:
                 if g.count > lost_vms:
                     survivors.append(ConfigGroup(g.instance, g.count - lost_vms, g.local_batch, g.market))
@@ -204,17 +263,17 @@ class Controller:
         self._emit(
             Decision(
                 now_s,
-                self.iteration,
+                self._iteration,
                 "preempted",
                 f"{lost_vms} {instance_type} ({market}) VM(s) preempted; {instance_type} will not be launched again",
-                self.config.notation(),
+                self._config.notation(),
                 {"survivors": [g.notation() for g in survivors]},
             )
         )
         self._survivors = survivors
         why = f"{instance_type} preempted"
         if market == "spot" and self._ask_policy(now_s, "loss") == "on_demand":
-            self.on_demand_only = True
+            self._on_demand_only = True
             why += "; the spot policy falls back to on-demand"
         return self._replan(now_s, why, {}, force=True)
 
@@ -223,10 +282,10 @@ class Controller:
         self._emit(
             Decision(
                 now_s,
-                self.iteration,
+                self._iteration,
                 "hang",
                 f"worker hung ({detail}); treating its VM as preempted",
-                self.config.notation(),
+                self._config.notation(),
             )
         )
         return self.on_preemption(instance_type, market, 1, now_s)
@@ -234,37 +293,37 @@ class Controller:
     def on_hosts_lost(self, lost: list[tuple[str, str, str]], now_s: float, why: str, slow: bool = False) -> Decision:
         """Hosts ``(address, instance type, market)`` were lost at ``now_s`` (``why``: how it was seen), or
         set aside as too slow (``slow``); re-plan over the hosts left (needs ``quotas``)."""
-        if self.quotas is None:
+        if self._quotas is None:
             raise ValueError("on_hosts_lost needs the hosts' quotas")
         gone: dict[tuple[str, str], int] = {}
         for _, instance_type, market in lost:
             key = (instance_type, market)
             gone[key] = gone.get(key, 0) + 1
-            self.quotas[key] = max(0, self.quotas.get(key, 0) - 1)
+            self._quotas[key] = max(0, self._quotas.get(key, 0) - 1)
         survivors = []
-        for g in self.config.groups:
+        for g in self._config.groups:
             left = g.count - gone.get((g.instance.name, g.market), 0)
             if left > 0:
                 survivors.append(ConfigGroup(g.instance, left, g.local_batch, g.market))
         self._settle(now_s)
         addresses = ", ".join(a for a, _, _ in lost)
         if slow:
-            self.set_aside += [a for a, _, _ in lost]
+            self._set_aside += [a for a, _, _ in lost]
         self._emit(
             Decision(
                 now_s,
-                self.iteration,
+                self._iteration,
                 "slow_host" if slow else "host_lost",
                 f"host(s) {addresses} {'set aside as slow' if slow else 'lost'} ({why}); re-planning over the "
-                f"{sum(self.quotas.values())} host(s) left",
-                self.config.notation(),
+                f"{sum(self._quotas.values())} host(s) left",
+                self._config.notation(),
                 {"lost": [list(x) for x in lost], "survivors": [g.notation() for g in survivors]},
             )
         )
         self._survivors = survivors
         why = f"host(s) {addresses} {'slow' if slow else 'lost'}"
         if not slow and any(m == "spot" for _, _, m in lost) and self._ask_policy(now_s, "loss") == "on_demand":
-            self.on_demand_only = True
+            self._on_demand_only = True
             why += "; the spot policy falls back to on-demand"
         return self._replan(now_s, why, {}, force=True)
 
@@ -275,7 +334,7 @@ class Controller:
         real run (a relaunch is simply tried)."""
         on_spot = any(g.market == "spot" for g in self.config.groups)
         return SpotView(
-            now_s=now_s - self.start_s,
+            now_s=now_s - self._start_s,
             deadline_s=self.spec.deadline_s,
             budget_usd=self.spec.budget_usd,
             spent_usd=self.cost_so_far_usd(now_s),
@@ -290,24 +349,24 @@ class Controller:
 
     def _iteration_s(self) -> float:
         """The last window's mean iteration time (the policy is asked again after the next iteration)."""
-        window = self.tracker.window()
+        window = self._tracker.window()
         return 0.0 if window is None else float(window.mean_iter_s)
 
     def _ask_policy(self, now_s: float, event: str) -> str | None:
         """The policy's action on spot (logged when it is asked after a loss, or when its answer changes)."""
-        if self.policy is None or self.on_demand_only:
+        if self._policy is None or self._on_demand_only:
             return None
         view = self.spot_view(now_s, event)
-        decision: SpotDecision = self.policy.decide(view)
+        decision: SpotDecision = self._policy.decide(view)
         if event == "loss" or decision.action != self._policy_said:
             self._emit(
                 Decision(
                     now_s,
                     self.iteration,
                     "spot_policy",
-                    f"{self.policy.name} policy: {decision.action} ({decision.reason})",
+                    f"{self._policy.name} policy: {decision.action} ({decision.reason})",
                     self.config.notation(),
-                    {"action": decision.action, "policy": self.policy.name, "view": view.__dict__, **decision.details},
+                    {"action": decision.action, "policy": self._policy.name, "view": view.__dict__, **decision.details},
                 )
             )
         self._policy_said = decision.action
@@ -315,11 +374,11 @@ class Controller:
 
     def _policy_fallback(self, now_s: float, event: str) -> Decision | None:
         """While on spot, the policy's safety net: a switch to on-demand VMs when it says so."""
-        if self.policy is None or not any(g.market == "spot" for g in self.config.groups):
+        if self._policy is None or not any(g.market == "spot" for g in self.config.groups):
             return None
         if self._ask_policy(now_s, event) != "on_demand":
             return None
-        self.on_demand_only = True
+        self._on_demand_only = True
         return self._replan(now_s, "the spot policy falls back to on-demand", {}, force=True)
 
     # ---- re-planning -------------------------------------------------------------------------------
@@ -330,21 +389,21 @@ class Controller:
         It stays where the job runs (the surviving VMs are there): the current configuration's cloud, region
         and spot zone. A ``candidates: auto`` spec becomes the list of what may be rented there.
         """
-        elapsed = now_s - self.start_s
-        deadline = None if self.spec.deadline_s is None else self.spec.deadline_s - elapsed
-        budget = None if self.spec.budget_usd is None else self.spec.budget_usd - self.cost_so_far_usd(now_s)
+        elapsed = now_s - self._start_s
+        deadline = None if self._spec.deadline_s is None else self._spec.deadline_s - elapsed
+        budget = None if self._spec.budget_usd is None else self._spec.budget_usd - self.cost_so_far_usd(now_s)
         if (deadline is not None and deadline <= 0) or (budget is not None and budget <= 0):
             return None
-        alive = self._survivors if self._survivors is not None else list(self.config.groups)
+        alive = self._survivors if self._survivors is not None else list(self._config.groups)
         running = {(g.instance.name, g.market): g.count for g in alive}
-        zone = self.config.spot_zone()
-        here = self.spec.model_copy(
+        zone = self._config.spot_zone()
+        here = self._spec.model_copy(
             update={
-                "cloud": self.config.cloud,
+                "cloud": self._config.cloud,
                 "clouds": (),
-                "region": self.config.region,
+                "region": self._config.region,
                 "regions": (),
-                "zones": (zone,) if zone else self.spec.zones,
+                "zones": (zone,) if zone else self._spec.zones,
             }
         )
         try:
@@ -353,12 +412,12 @@ class Controller:
             return None
         candidates = []
         for offer in offers:
-            if self.on_demand_only and offer.market == "spot":
+            if self._on_demand_only and offer.market == "spot":
                 continue  # the spot policy has fallen back to on-demand
             key = (offer.instance.name, offer.market)
             quota = running.get(key, 0) if key in self._banned else offer.quota
-            if self.quotas is not None:
-                quota = self.quotas.get(key, 0)
+            if self._quotas is not None:
+                quota = self._quotas.get(key, 0)
             if quota > 0:
                 candidates.append(
                     CandidateSpec(instance_type=key[0], market=offer.market, quota=quota, zone=offer.zone)
@@ -367,7 +426,7 @@ class Controller:
             return None
         return here.model_copy(
             update={
-                "iterations": self.spec.iterations - self.iteration,
+                "iterations": self._spec.iterations - self._iteration,
                 "deadline_s": deadline,
                 "budget_usd": budget,
                 "candidates": tuple(candidates),
@@ -377,59 +436,59 @@ class Controller:
     def _replan(self, now_s: float, why: str, details: dict, force: bool = False, keep_same: bool = False) -> Decision:
         remaining = self.remaining_spec(now_s)
         if remaining is None:
-            self._next_check_s = now_s + self.tracker.window_s
+            self._next_check_s = now_s + self._tracker.window_s
             return self._emit(
                 Decision(
                     now_s,
-                    self.iteration,
+                    self._iteration,
                     "no_alternative",
                     f"{why}; no time, money or instance types left to re-plan with",
-                    self.config.notation(),
+                    self._config.notation(),
                     details,
                 )
             )
-        plan = self.replan_fn(remaining)
+        plan = self._replan_fn(remaining)
         if not plan.feasible or plan.best is None:
-            self._next_check_s = now_s + self.tracker.window_s
+            self._next_check_s = now_s + self._tracker.window_s
             reason = plan.infeasibility.message if plan.infeasibility else "no feasible configuration"
             if force and self._survivors:
                 # Nothing better: carry on with the VMs that are left.
-                self.config = replace(self.config, groups=tuple(self._survivors))
+                self._config = replace(self._config, groups=tuple(self._survivors))
                 self._config_since_s = now_s
             return self._emit(
                 Decision(
                     now_s,
-                    self.iteration,
+                    self._iteration,
                     "no_alternative",
                     f"{why}; re-plan found none: {reason}",
-                    self.config.notation(),
+                    self._config.notation(),
                     details,
                 )
             )
         best = plan.best
-        if keep_same and best.config.notation() == self.config.notation():
-            self._next_check_s = now_s + self.tracker.window_s
+        if keep_same and best.config.notation() == self._config.notation():
+            self._next_check_s = now_s + self._tracker.window_s
             return self._emit(
                 Decision(
                     now_s,
-                    self.iteration,
+                    self._iteration,
                     "keep",
                     f"{why}; the re-plan chose the configuration already running, so it keeps running (a "
                     "relaunch would only add a restart)",
-                    self.config.notation(),
+                    self._config.notation(),
                     {**details, "predicted_remaining_s": best.time_s, "remaining_iterations": remaining.iterations},
                 )
             )
         self._settle(now_s)
-        previous = self.config.notation()
-        self.config = best.config
+        previous = self._config.notation()
+        self._config = best.config
         self._config_since_s = now_s
         self._survivors = list(best.config.groups)
-        self.tracker.reset_window(self.iteration, now_s)
+        self._tracker.reset_window(self._iteration, now_s)
         return self._emit(
             Decision(
                 now_s,
-                self.iteration,
+                self._iteration,
                 "switch",
                 f"{why}; switching {previous} → {best.config.notation()}",
                 best.config.notation(),
@@ -450,5 +509,5 @@ class Controller:
         self._config_since_s = now_s
 
     def _emit(self, decision: Decision) -> Decision:
-        self.log.append(decision)
+        self._log.append(decision)
         return decision

@@ -25,8 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from srifty.catalog import Catalog, load_catalog
-from srifty.catalog.records import InstanceType
+from srifty.catalog import Catalog, InstanceType, load_catalog
 from srifty.errors import CatalogError, SpecError
 from srifty.runtime.cpu_quota import check_cores
 from srifty.vocab import Config

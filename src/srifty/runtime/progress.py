@@ -32,16 +32,6 @@ class ThroughputWindow:
     optimistic_iter_s: float
     pessimistic_iter_s: float
 
-    @property
-    def throughput_iters_per_s(self) -> float:
-        """Mean throughput."""
-        return 1.0 / self.mean_iter_s
-
-    @property
-    def optimistic_iters_per_s(self) -> float:
-        """Upper 95% bound of the throughput."""
-        return 1.0 / self.optimistic_iter_s
-
 
 class ProgressTracker:
     """Records when each iteration finished and summarises the recent ones.

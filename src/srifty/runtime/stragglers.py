@@ -7,7 +7,8 @@ collective when DDP does not broadcast buffers). A host whose median compute tim
 times the median of the other hosts' medians is a straggler. A plan balances compute across hosts (a
 slower type gets a smaller local batch), so hosts of different types compare fairly.
 
-Pure functions of the samples; times in seconds.
+:class:`ComputeSamples` keeps each rank's recent reports of one launch. Pure functions of the samples; times
+in seconds.
 """
 
 from __future__ import annotations
@@ -62,3 +63,46 @@ def find_stragglers(
     if len(found) * 2 > len(medians):
         return []  # most hosts "slow": the reference is the outlier, not them
     return sorted(found, key=lambda s: -s.ratio)
+
+
+#: Compute-time samples kept per rank (the most recent ones) to judge stragglers.
+COMPUTE_SAMPLES = 5
+
+
+class ComputeSamples:
+    """Each rank's most recent compute-time reports in one launch, by the host the rank runs on.
+
+    Args:
+        host_of_rank: the address of each rank's host, by rank.
+        keep: samples kept per rank (the most recent).
+    """
+
+    def __init__(self, host_of_rank: Sequence[str], keep: int = COMPUTE_SAMPLES) -> None:
+        self._host_of_rank = list(host_of_rank)
+        self._keep = keep
+        self._by_rank: dict[int, list[tuple[int, float]]] = {}
+
+    def add(self, rank: int, record: Mapping[str, object]) -> None:
+        """Keep ``compute_s`` of a worker's report (``record``) if it is for an iteration not seen yet."""
+        value, iteration = record.get("compute_s"), record.get("compute_iteration")
+        if not isinstance(value, int | float) or not isinstance(iteration, int) or rank >= len(self._host_of_rank):
+            return
+        samples = self._by_rank.setdefault(rank, [])
+        if not samples or samples[-1][0] != iteration:
+            samples.append((iteration, float(value)))
+            del samples[: -self._keep]
+
+    def by_host(self) -> dict[str, list[float]]:
+        """Every host's samples (seconds), its ranks' together."""
+        found: dict[str, list[float]] = {}
+        for rank, samples in self._by_rank.items():
+            found.setdefault(self._host_of_rank[rank], []).extend(v for _, v in samples)
+        return found
+
+    def medians(self) -> dict[str, float]:
+        """Each host's median compute time (seconds, to the microsecond)."""
+        return {h: round(statistics.median(v), 6) for h, v in self.by_host().items() if v}
+
+    def stragglers(self) -> list[Straggler]:
+        """The hosts slow next to the others (:func:`find_stragglers`), slowest first."""
+        return find_stragglers(self.by_host())

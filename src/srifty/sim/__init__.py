@@ -4,7 +4,8 @@ Configurations themselves (:class:`~srifty.vocab.Config`) are shared vocabulary,
 """
 
 from srifty.sim.allreduce import AllreduceTrace, simulate_allreduce
-from srifty.sim.netquery import BusBandwidthModel, bus_cap_bytes_per_s, config_busbw_bytes_per_s
+from srifty.sim.netquery import BusBandwidthModel, bus_cap_bytes_per_s, config_busbw_bytes_per_s, feature_frame
+from srifty.sim.overlap import simulate_overlap
 from srifty.sim.result import SimResult
 from srifty.sim.simulator import SimOptions, Simulator, profile_for, simulate
 
@@ -16,7 +17,9 @@ __all__ = [
     "Simulator",
     "bus_cap_bytes_per_s",
     "config_busbw_bytes_per_s",
+    "feature_frame",
     "profile_for",
     "simulate",
     "simulate_allreduce",
+    "simulate_overlap",
 ]

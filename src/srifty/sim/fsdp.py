@@ -38,15 +38,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from srifty.catalog import InstanceType
-from srifty.compute.interference import OverlapFactors
-from srifty.compute.profile import Profile
-from srifty.compute.sharding import HALF_BYTES, HALF_PRECISIONS, Unit, sharding_units
+from srifty.compute import HALF_BYTES, HALF_PRECISIONS, OverlapFactors, Profile, Unit, sharding_units
 from srifty.sim.netquery import CAP_GRID_BYTES, BusBandwidthModel, NetRequest, config_busbw_many, spread_many
 from srifty.sim.result import SimResult
 from srifty.sim.sampling import curve_at, log_time_factors, normal_quantile
 from srifty.sim.timeline import TimelineResult, Transfer, UnitSteps, run_timeline
-from srifty.vocab.busbw import bus_bytes
-from srifty.vocab.config import Config
+from srifty.vocab import Config, bus_bytes
 
 
 class Simulator(Protocol):

@@ -163,7 +163,7 @@ def feature_frame(blocks: Sequence[Block]) -> Any:
     """One frame of transfers (:data:`~srifty.vocab.probes.TRANSFER_COLUMNS`) for every block's collectives, in
     block order. Built from numpy columns at once: a DataFrame per block is the
     slow part of a query."""
-    from srifty.vocab.probes import transfer_frame
+    from srifty.vocab import transfer_frame
 
     counts = [len(b[0]) for b in blocks]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from srifty.compute.interference import OverlapFactors
+from srifty.compute import OverlapFactors
 from srifty.errors import SriftyError
 from srifty.sim.allreduce import OverlapMode
 

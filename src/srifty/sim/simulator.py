@@ -55,8 +55,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from srifty.catalog import InstanceType
-from srifty.compute.interference import OverlapFactors
-from srifty.compute.profile import Profile
+from srifty.compute import OverlapFactors, Profile
 from srifty.errors import ProfileError, SriftyError
 from srifty.sim.allreduce import OverlapMode, simulate_allreduce
 from srifty.sim.netquery import (
@@ -72,8 +71,7 @@ from srifty.sim.result import SimResult
 from srifty.sim.sampling import curve_at as _pe_at
 from srifty.sim.sampling import log_time_factors as _log_time_factors
 from srifty.sim.sampling import normal_quantile
-from srifty.vocab.busbw import bus_bytes
-from srifty.vocab.config import Config
+from srifty.vocab import Config, bus_bytes
 
 TransferMode = Literal["bucket", "layer"]
 MS = 1e-3

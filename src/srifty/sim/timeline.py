@@ -29,7 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from srifty.compute.interference import OverlapFactors
+from srifty.compute import OverlapFactors
 
 AG, RS = 0, 1
 _EPS = 1e-15

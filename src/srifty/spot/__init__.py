@@ -18,7 +18,7 @@ from srifty.spot.model import (
     fit_spot_files,
     fit_spot_model,
 )
-from srifty.vocab.spot_trace import SpotTrace, load_trace
+from srifty.vocab import SpotTrace, load_trace
 
 __all__ = [
     "SPOT_MODEL_KIND",

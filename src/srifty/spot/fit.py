@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from srifty.units import SECONDS_PER_HOUR
-from srifty.vocab.spot_trace import SpotTrace
+from srifty.vocab import SpotTrace
 
 #: Length of the windows over which bursts in time are measured (s): about one training job.
 WINDOW_S = 4 * SECONDS_PER_HOUR

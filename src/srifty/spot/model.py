@@ -28,7 +28,7 @@ from srifty.artifacts import read_json_artifact, write_json_artifact
 from srifty.catalog import Catalog
 from srifty.errors import ArtifactError
 from srifty.spot.fit import WINDOW_S, FittedFigures, RatePrior, TraceCounts, count_trace, fit_figures, fit_prior
-from srifty.vocab.spot_trace import SpotTrace, load_trace
+from srifty.vocab import SpotTrace, load_trace
 
 SPOT_MODEL_KIND = "spot-model"
 SPOT_MODEL_SCHEMA_VERSION = 1

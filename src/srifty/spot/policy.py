@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from srifty.vocab.spot_policy import SpotDecision, SpotView
+from srifty.vocab import SpotDecision, SpotView
 
 #: Checkpoint interval of the baseline policies (s): Young's ``√(2·C·MTBF)`` with C = 5 s, MTBF = 1 h.
 BASELINE_CHECKPOINT_S = math.sqrt(2 * 5.0 * 3600.0)

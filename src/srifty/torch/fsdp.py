@@ -34,7 +34,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from srifty.compute.sharding import unit_key
+from srifty.compute import unit_key
 from srifty.errors import SriftyError
 from srifty.torch.reweight import grad_weight_from_env, reweight
 

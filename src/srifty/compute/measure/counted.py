@@ -10,7 +10,7 @@ memory the iteration holds, from torch's tensor-level tracker (``MemTracker``, w
 run would allocate) in the forward-and-backward and in the step.
 
 What is not: any time. The result (:func:`count_profile`) is a source for the calibrated GPU model
-(:func:`srifty.compute.calibrated.calibrated_profile`), which prices a CPU profile from its op counts alone
+(:func:`srifty.compute.gpu_estimate.calibrated_profile`), which prices a CPU profile from its op counts alone
 too; it is marked ``meta`` and is never planned with itself.
 
 Attention is counted as FlashAttention runs it on a GPU (causal, no padding; see :func:`_flash_attention`).

@@ -18,9 +18,8 @@ from typing import Any
 import torch
 
 from srifty import __version__
-from srifty.compute.buckets import Bucket, assign_buckets
+from srifty.compute.buckets import Bucket
 from srifty.compute.interference import InterferenceMeasurement
-from srifty.compute.latency import default_candidates, fit_latency_curve, fit_phase_model
 from srifty.compute.measure.device import available_memory_bytes, catalog_gpu_name, cpu_model_name
 from srifty.compute.measure.interference import measure_interference
 from srifty.compute.measure.machine import current_machine
@@ -29,7 +28,8 @@ from srifty.compute.measure.peaks import MeasuredPeaks, measure_peaks
 from srifty.compute.measure.workloads import SampleSpec, Workload, build_workload, call_model, to_device
 from srifty.compute.memory import find_max_batch, fit_memory_model
 from srifty.compute.numerics import NumericSettings
-from srifty.compute.profile import PHASES, DeviceInfo, ParamInfo, PhaseSamples, Profile
+from srifty.compute.probing import param_buckets, probe_latency
+from srifty.compute.profile import DeviceInfo, ParamInfo, PhaseSamples, Profile
 from srifty.compute.work import OpWork
 from srifty.errors import ProfileError
 
@@ -414,43 +414,31 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     trainer.release()
     limited_by = "max_batch_cap" if max_batch == cap else ("gpu_memory" if is_cuda else "memory_limit")
 
-    samples: dict[int, PhaseSamples] = {}
     total_iters = options.max_probes * (options.warmup_iters + options.timed_iters)
+    probed = 0
 
-    def measure(batch: int) -> float:
+    def measure(batch: int) -> PhaseSamples:
+        nonlocal probed
         rows: list[tuple[float, float, float, float]] = []
         for i in range(options.warmup_iters + options.timed_iters):
             result = trainer.iteration(batch)
             if i >= options.warmup_iters:
                 rows.append(result)
-            report("latency", len(samples) * (options.warmup_iters + options.timed_iters) + i + 1, total_iters)
+            report("latency", probed * (options.warmup_iters + options.timed_iters) + i + 1, total_iters)
+        probed += 1
         fw, bwd, st, it = (tuple(r[k] for r in rows) for k in range(4))
-        samples[batch] = PhaseSamples(batch, fw, bwd, st, it, memory_points.get(batch))
-        return samples[batch].robust_mean_ms("iter")
+        return PhaseSamples(batch, fw, bwd, st, it, memory_points.get(batch))
 
-    candidates = default_candidates(max_batch)
-    if candidates[-1] != max_batch:
-        candidates.append(max_batch)
     # A GPU's small batches sit on a latency-bound floor (host-bound kernel issue); a CPU's curve rises.
-    iter_model = fit_latency_curve(measure, max_batch, options.max_probes, candidates, flat_floor=trainer.is_cuda)
-    batches = sorted(samples)
-    latency = {"iter": iter_model}
-    for phase in PHASES[:-1]:
-        values = [samples[b].robust_mean_ms(phase) for b in batches]
-        latency[phase] = fit_phase_model(batches, values, flat_floor=trainer.is_cuda)
+    samples, latency = probe_latency(measure, max_batch, options.max_probes, flat_floor=trainer.is_cuda)
+    batches = [s.batch for s in samples]
     memory = fit_memory_model(list(memory_points), list(memory_points.values()))
 
     report("timeline", 0, 1)
     timeline_batch = batches[-1]
     params, ready_order = record_timeline(trainer, timeline_batch)
     report("timeline", 1, 1)
-    buckets = assign_buckets(
-        ready_order,
-        [p.size_bytes for p in params],
-        [p.ready_frac for p in params],
-        options.bucket_cap_mb,
-        [p.dtype for p in params],
-    )
+    buckets = param_buckets(params, ready_order, options.bucket_cap_mb)
     interference, interference_note = measure_interference_of(trainer, batches, buckets, options, report)
     extra: dict[str, Any] = {"seq_len": options.seq_len, "image_size": options.image_size, "seed": options.seed}
     extra["forward_memory_points"] = [[b, forward_points[b]] for b in sorted(forward_points)]
@@ -477,7 +465,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         n_params=sum(p.numel for p in params),
         param_bytes=sum(p.size_bytes for p in params),
         device=device,
-        samples=tuple(samples[b] for b in batches),
+        samples=samples,
         latency=latency,
         memory=memory,
         memory_points=tuple(sorted(memory_points.items())),

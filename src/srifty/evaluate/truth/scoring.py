@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from srifty.spec import JobSpec
-from srifty.vocab import Config
+from srifty.vocab import Config, JobOutcome
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,9 @@ class JobTerms:
 
 
 @dataclass(frozen=True)
-class TrueOutcome:
-    """What a configuration really does on the emulated cloud.
+class TrueOutcome(JobOutcome):
+    """What a configuration really does on the emulated cloud (``feasible``: meets every constraint of the
+    spec, for real; ``throughput_samples_per_s``: global batch per expected iteration, as a prediction's).
 
     Attributes:
         config: the configuration, placed where it runs.
@@ -91,14 +92,9 @@ class TrueOutcome:
     violations: tuple[str, ...] = field(default=())
 
     @property
-    def feasible(self) -> bool:
-        """Meets every constraint of the spec, for real."""
-        return not self.violations
-
-    @property
-    def throughput_samples_per_s(self) -> float:
-        """Global batch per expected iteration."""
-        return self.config.global_batch / self.iter_s if self.iter_s > 0 and math.isfinite(self.iter_s) else 0.0
+    def mean_iter_s(self) -> float:
+        """Expected iteration time (s)."""
+        return self.iter_s
 
 
 def outcome_of(config: Config, terms: JobTerms, iter_s: float, price_usd_per_hour: float) -> TrueOutcome:

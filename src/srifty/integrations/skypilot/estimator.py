@@ -200,13 +200,7 @@ def _score_nodes(
     spec: JobSpec, catalog: Catalog, instance: InstanceType, market: str, nodes: int, iters: int, cache: dict[str, Any]
 ) -> NodeEstimate | None:
     """srifty's prediction of ``nodes × instance`` on ``market`` with the planner's own predictor and scoring."""
-    from srifty.plan.build import ProfileLimits, build_problems
-    from srifty.plan.inputs import resolve
-    from srifty.plan.methods import get_method
-    from srifty.plan.methods.registry import Knowledge
-    from srifty.plan.offers import Offer
-    from srifty.plan.predict import MemoPredictor
-    from srifty.plan.scoring import score
+    from srifty.plan import Knowledge, MemoPredictor, Offer, ProfileLimits, build_problems, get_method, resolve, score
     from srifty.vocab import Config, ConfigGroup
 
     if market == "spot" and not instance.has_spot:

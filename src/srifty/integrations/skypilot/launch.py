@@ -32,7 +32,8 @@ import yaml
 from srifty.artifacts import atomic_write_text, read_json_artifact, write_json_artifact
 from srifty.errors import InfeasiblePlanError, LaunchError
 from srifty.integrations.skypilot.sky import Sky
-from srifty.plan.export import (
+from srifty.plan import (
+    InstallSource,
     cluster_name,
     controller_command,
     job_id,
@@ -40,7 +41,6 @@ from srifty.plan.export import (
     sky_resources,
     with_install,
 )
-from srifty.plan.install_source import InstallSource
 from srifty.vocab import Config
 
 LAUNCH_KIND = "skypilot-launch"
@@ -281,17 +281,15 @@ def prepare_launch(
         InfeasiblePlanError: no configuration meets the spec's constraints.
         LaunchError: no source the VMs can install srifty from.
     """
-    from srifty.catalog.zone_names import read_zone_names, skypilot_zone_names
-    from srifty.plan.api import plan_spec
-    from srifty.plan.export import workdir_path
-    from srifty.plan.install_source import HOW, install_source
-    from srifty.runtime.api import config_from_plan
+    from srifty.catalog import read_zone_names, skypilot_zone_names
+    from srifty.plan import INSTALL_HOW, install_source, plan_spec, workdir_path
+    from srifty.runtime import config_from_plan
     from srifty.spec import load_spec
 
     spec_file = workdir_path(spec_path)
     source = install_source(install)
     if source is None:
-        raise LaunchError(f"the VMs need srifty and this one is installed from a local folder; {HOW}")
+        raise LaunchError(f"the VMs need srifty and this one is installed from a local folder; {INSTALL_HOW}")
     spec = load_spec(spec_path)
     job = job_id(spec.name or spec_path.stem)
     folder = run_dir if run_dir is not None else Path("runs") / job

@@ -9,7 +9,7 @@ sizes and concurrencies, written as probe rows (:mod:`srifty.vocab.probes`).
 Importing this package loads no torch; running a probe does.
 """
 
-from srifty.network.probe.context import InstanceOptions, ProbeContext, TorchrunLayout, resolve_context
+from srifty.network.probe.context import InstanceOptions, ProbeContext, TorchrunLayout, cpu_model, resolve_context
 from srifty.network.probe.runner import ProbeSettings, describe_lag, fmt_bytes, run_probe
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "ProbeContext",
     "ProbeSettings",
     "TorchrunLayout",
+    "cpu_model",
     "describe_lag",
     "fmt_bytes",
     "resolve_context",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from srifty.errors import CatalogError, did_you_mean
 from srifty.network.errors import ProbeError
-from srifty.network.testbed.state import ENV_RATE_VARIATION, ENV_TESTBED_HOST, ENV_TESTBED_STATE
+from srifty.network.testbed import ENV_RATE_VARIATION, ENV_TESTBED_HOST, ENV_TESTBED_STATE
 
 #: Names the allocation a probe's rows belong to, when ``--allocation-id`` does not.
 ENV_ALLOCATION_ID = "SRIFTY_ALLOCATION_ID"
@@ -167,7 +167,7 @@ def resolve_context(
     allocation = options.allocation_id or env.get(ENV_ALLOCATION_ID) or run_id
     state_path = env.get(ENV_TESTBED_STATE)
     if state_path:
-        from srifty.network.testbed.state import read_state
+        from srifty.network.testbed import read_state
 
         state = read_state(Path(state_path))
         rates = [h.shaped_gbps for h in state.hosts[: layout.n_nodes]]

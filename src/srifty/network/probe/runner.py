@@ -30,8 +30,7 @@ from typing import Any
 from srifty.network.dataset import append_probes
 from srifty.network.errors import ProbeError, ProbeTimeoutError
 from srifty.network.probe.context import InstanceOptions, ProbeContext, TorchrunLayout, resolve_context
-from srifty.vocab.busbw import COLLECTIVES, algbw_bytes_per_s, busbw_bytes_per_s, size_sweep_bytes
-from srifty.vocab.probes import probe_frame
+from srifty.vocab import COLLECTIVES, algbw_bytes_per_s, busbw_bytes_per_s, probe_frame, size_sweep_bytes
 
 ELEMENT_BYTES = 4  # float32
 BACKENDS = ("auto", "gloo", "nccl")

@@ -10,6 +10,17 @@ gloo traffic between them (the project map's second world; an emulation of cloud
 Needs root and iproute2 to run, nothing to import.
 """
 
+from srifty.network.testbed.hosts import (
+    CONTROLLER_HOST,
+    TestbedFaults,
+    attach_controller,
+    detach_controller,
+    heal,
+    host_namespaces,
+    hostfile_text,
+    partition,
+    vanish,
+)
 from srifty.network.testbed.launch import RateVariation, launch
 from srifty.network.testbed.namespaces import (
     DEFAULT_SCALE,
@@ -23,27 +34,50 @@ from srifty.network.testbed.namespaces import (
     status,
     up,
 )
-from srifty.network.testbed.state import STATE_DIR, TestbedHost, TestbedState, draw_factors, state_path
+from srifty.network.testbed.state import (
+    ENV_RATE_VARIATION,
+    ENV_TESTBED_HOST,
+    ENV_TESTBED_STATE,
+    STATE_DIR,
+    TestbedHost,
+    TestbedState,
+    draw_factors,
+    read_state,
+    state_path,
+)
 from srifty.network.testbed.sweep import SweepPlan, run_sweep
 
 __all__ = [
+    "CONTROLLER_HOST",
     "DEFAULT_SCALE",
+    "ENV_RATE_VARIATION",
+    "ENV_TESTBED_HOST",
+    "ENV_TESTBED_STATE",
     "HOST_IFACE",
     "STATE_DIR",
     "Family",
     "RateVariation",
     "SweepPlan",
+    "TestbedFaults",
     "TestbedHost",
     "TestbedState",
+    "attach_controller",
+    "detach_controller",
     "down",
     "draw_factors",
     "family_from_catalog",
+    "heal",
+    "host_namespaces",
+    "hostfile_text",
     "launch",
     "list_links",
     "list_namespaces",
     "load_state",
+    "partition",
+    "read_state",
     "run_sweep",
     "state_path",
     "status",
     "up",
+    "vanish",
 ]

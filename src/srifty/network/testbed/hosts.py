@@ -6,6 +6,7 @@
   second.
 * Faults as a cloud delivers them: a host **vanishes** (every process in its namespace killed, its link
   down) or is **partitioned** (its link down, its processes alive: their collectives hang).
+  :class:`TestbedFaults` injects them for ``srifty run --hosts`` and heals the hosts afterwards.
 
 Needs root and iproute2, like the rest of the testbed.
 """
@@ -22,7 +23,16 @@ from srifty.network.errors import TestbedError
 from srifty.network.testbed.namespaces import HOST_IFACE, _run, check_privileges, load_state
 from srifty.network.testbed.state import STATE_DIR, SUBNET_PREFIX, TestbedState, bridge_name
 
-__all__ = ["CONTROLLER_HOST", "HOST_IFACE", "attach_controller", "detach_controller", "heal", "partition", "vanish"]
+__all__ = [
+    "CONTROLLER_HOST",
+    "HOST_IFACE",
+    "TestbedFaults",
+    "attach_controller",
+    "detach_controller",
+    "heal",
+    "partition",
+    "vanish",
+]
 
 #: The controller's address on a testbed's bridge.
 CONTROLLER_HOST = f"{SUBNET_PREFIX}254"
@@ -107,3 +117,30 @@ def heal(name: str, address: str, state_dir: Path = STATE_DIR) -> None:
     """Bring host ``address``'s link back up."""
     state = load_state(name, state_dir)
     _run("ip", "link", "set", _host(state, address)[1], "up")
+
+
+class TestbedFaults:
+    """The injector of ``srifty run --hosts`` faults on testbed ``name`` (the runtime's ``Injector``): a
+    ``vanish`` or ``partition`` of a host by its address; :meth:`heal` brings every host it cut back, as a
+    fresh VM would come back for the next run."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, name: str, state_dir: Path = STATE_DIR) -> None:
+        self.name = name
+        self.state_dir = state_dir
+        self.cut: list[str] = []
+
+    def __call__(self, kind: str, address: str, pids: list[int]) -> None:
+        """Inject ``kind`` on the host at ``address`` (its processes are found by namespace, not by ``pids``)."""
+        self.cut.append(address)
+        if kind == "vanish":
+            vanish(self.name, address, self.state_dir)
+        else:
+            partition(self.name, address, self.state_dir)
+
+    def heal(self) -> None:
+        """Bring back every host cut."""
+        for address in self.cut:
+            heal(self.name, address, self.state_dir)
+        self.cut.clear()

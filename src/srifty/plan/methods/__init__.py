@@ -9,7 +9,12 @@
 * :mod:`~srifty.plan.methods.draws`: random feasible draws and the best homogeneous configuration.
 """
 
+from srifty.plan.methods.additive import apm_predictor
+from srifty.plan.methods.alpha_beta import AlphaBetaModel, fit_alpha_beta
 from srifty.plan.methods.draws import sample_configs, sample_placed
+from srifty.plan.methods.oracle_bo import homogeneous_configs, oracle_bo
+from srifty.plan.methods.paleo import paleo_profile
+from srifty.plan.methods.paleo_net import PaleoBandwidthModel
 from srifty.plan.methods.registry import (
     METHODS,
     Knowledge,
@@ -22,11 +27,18 @@ from srifty.plan.methods.registry import (
 
 __all__ = [
     "METHODS",
+    "AlphaBetaModel",
     "Knowledge",
     "Method",
+    "PaleoBandwidthModel",
     "PlanSearch",
     "TruthSearch",
+    "apm_predictor",
+    "fit_alpha_beta",
     "get_method",
+    "homogeneous_configs",
+    "oracle_bo",
+    "paleo_profile",
     "planning_methods",
     "sample_configs",
     "sample_placed",

@@ -19,10 +19,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from srifty.artifacts import read_json_artifact, write_json_artifact
-from srifty.network.dataset import as_frame, validate_frame
-from srifty.network.errors import NetModelError
-from srifty.network.features import NATURAL_FILL, busbw_cap_bytes_per_s
-from srifty.vocab.busbw import busbw_bytes_per_s, ring_bytes_factor
+from srifty.network import NATURAL_FILL, NetModelError, as_frame, busbw_cap_bytes_per_s, validate_frame
+from srifty.vocab import busbw_bytes_per_s, ring_bytes_factor
 
 ALPHA_BETA_KIND = "alpha-beta-model"
 ALPHA_BETA_SCHEMA_VERSION = 1

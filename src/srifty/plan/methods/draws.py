@@ -90,28 +90,16 @@ def sample_placed(problems: Sequence[PlanProblem], rng: np.random.Generator, n: 
 def random_search(n: int = DEFAULT_DRAWS, seed: int = 0) -> Search:
     """A plan search returning ``n`` uniform draws, in draw order, scored by the predictor."""
 
-    def run(
-        problem: PlanProblem,
-        predictor: Predictor,
-        latency_ms: solvers.LatencyFn,
-        mode: solvers.Mode,
-        max_sim_calls: int,
-    ) -> solvers.SearchOutcome:
+    def run(problem: PlanProblem, predictor: Predictor, _latency_ms: solvers.LatencyFn) -> solvers.SearchOutcome:
         draws = sample_configs(problem, np.random.default_rng(seed), n)
         return solvers.SearchOutcome(
             [score(problem, c, predictor.predict(c)) for c in draws], "random", count_configs(problem)
         )
 
-    return run
+    return solvers.full_signature(run)
 
 
-def homogeneous_search(
-    problem: PlanProblem,
-    predictor: Predictor,
-    latency_ms: solvers.LatencyFn,
-    mode: solvers.Mode,
-    max_sim_calls: int,
-) -> solvers.SearchOutcome:
+def _homogeneous(problem: PlanProblem, predictor: Predictor, _latency_ms: solvers.LatencyFn) -> solvers.SearchOutcome:
     """Every single-type configuration, scored (see the module docstring)."""
     configs = [c for per_type in homogeneous_configs(problem).values() for c in per_type]
     prefetch = getattr(predictor, "prefetch", None)
@@ -120,3 +108,7 @@ def homogeneous_search(
     return solvers.SearchOutcome(
         [score(problem, c, predictor.predict(c)) for c in configs], "homogeneous", len(configs)
     )
+
+
+#: Every single-type configuration, scored, as a plan search.
+homogeneous_search = solvers.full_signature(_homogeneous)

@@ -20,10 +20,17 @@ from __future__ import annotations
 import numpy as np
 
 from srifty.catalog import Catalog, GpuSpec
-from srifty.compute.estimate import assemble_estimate, batch_grid, curve, resolve_gpu, target_max_batch
-from srifty.compute.latency import LatencyModel
-from srifty.compute.profile import EstimateInfo, Profile
-from srifty.compute.roofline import gpu_peaks
+from srifty.compute import (
+    EstimateInfo,
+    LatencyModel,
+    Profile,
+    assemble_estimate,
+    batch_grid,
+    curve,
+    gpu_peaks,
+    resolve_gpu,
+    target_max_batch,
+)
 from srifty.errors import ProfileError
 
 PALEO_ASSUMPTIONS = (

@@ -156,7 +156,7 @@ def srifty_predictor(knowledge: Knowledge) -> Predictor:
 def default_alpha_beta() -> BusBandwidthModel:
     """APM's alpha-beta model fitted on the rows srifty's embedded default is fitted on (the network
     testbed's probes and the public nccl-tests tables), so that both know the same machines."""
-    from srifty.network.default import load_default_training_set
+    from srifty.network import load_default_training_set
     from srifty.plan.methods.alpha_beta import AlphaBetaModel
 
     return AlphaBetaModel().fit(load_default_training_set())
@@ -176,17 +176,11 @@ def paleo_from(knowledge: Knowledge) -> Predictor:
 def greedy_search(build: Callable[[PlanProblem, solvers.LatencyFn], Config | None]) -> PlanSearch:
     """A search that builds one configuration by a heuristic and scores it with the predictor."""
 
-    def run(
-        problem: PlanProblem,
-        predictor: Predictor,
-        latency_ms: solvers.LatencyFn,
-        mode: solvers.Mode,
-        max_sim_calls: int,
-    ) -> solvers.SearchOutcome:
+    def run(problem: PlanProblem, predictor: Predictor, latency_ms: solvers.LatencyFn) -> solvers.SearchOutcome:
         scored = solvers.single(problem, predictor, build(problem, latency_ms))
         return solvers.SearchOutcome(scored, "heuristic", count_configs(problem))
 
-    return run
+    return solvers.full_signature(run)
 
 
 _OPTIMIZER = "srifty's optimizer: exhaustive over the pruned space, or anchor + ILP when it is larger"

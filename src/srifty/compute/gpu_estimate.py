@@ -27,8 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from srifty.catalog import Catalog, GpuSpec
-from srifty.compute.calibration import Calibration, default_calibration
 from srifty.compute.estimate import _check_usable, assemble_estimate, batch_grid, curve, resolve_gpu, target_max_batch
+from srifty.compute.gpu_fit import GpuCalibration, default_gpu_calibration
 from srifty.compute.gpu_model import WorkFeatures, predict_ms, work_features
 from srifty.compute.numerics import NumericSettings
 from srifty.compute.profile import PHASES, EstimateInfo, Profile, SpreadPoint
@@ -56,7 +56,7 @@ def _source_gpu(source: Profile, catalog: Catalog | None) -> GpuSpec | None:
         ) from None
 
 
-def _spread(calibration: Calibration, grid: NDArray[np.float64]) -> tuple[SpreadPoint, ...]:
+def _spread(calibration: GpuCalibration, grid: NDArray[np.float64]) -> tuple[SpreadPoint, ...]:
     cv = calibration.gpu_cv
     return tuple(
         SpreadPoint(int(b), cv.get("fw", 0.02), cv.get("bw", 0.02), cv.get("step", 0.02), cv.get("iter", 0.02))
@@ -70,7 +70,7 @@ def calibrated_profile(
     gpu: GpuSpec | str,
     *,
     catalog: Catalog | None = None,
-    calibration: Calibration | None = None,
+    calibration: GpuCalibration | None = None,
     settings: NumericSettings | None = None,
     bf16_as_fp16: bool = False,
     reason: str | None = None,
@@ -93,7 +93,7 @@ def calibrated_profile(
     """
     spec = resolve_gpu(gpu, catalog)
     work = _check_usable(source, need_times=False)
-    calibration = calibration or default_calibration()
+    calibration = calibration or default_gpu_calibration()
     settings = settings or source.numeric_settings
     params = calibration.params
     max_batch, limited_by = target_max_batch(source, spec)
@@ -137,7 +137,7 @@ def _scaled(
     grid: NDArray[np.float64],
     on_gpu: GpuSpec,
     target: WorkFeatures,
-    calibration: Calibration,
+    calibration: GpuCalibration,
     bf16_as_fp16: bool,
 ) -> dict[str, NDArray[np.float64]]:
     """GPU → GPU: the source's measured phases times the model's target/source ratio; iteration = their sum

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from srifty import __version__
 from srifty.artifacts import read_json_artifact, write_json_artifact
 from srifty.catalog import Catalog, GpuSpec, load_catalog
-from srifty.compute.calibration_data import (
+from srifty.compute.gpu_measurements import (
     H200_GPU,
     H200_SETTINGS,
     WORKLOADS,
@@ -105,7 +105,7 @@ class Case:
 
 
 @dataclass(frozen=True)
-class CalibrationDataset:
+class GpuCalibrationData:
     """The H200 curves and public rows a calibration is fitted on."""
 
     curves: tuple[CurvePoint, ...]
@@ -113,7 +113,7 @@ class CalibrationDataset:
     sources: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def bundled(cls) -> CalibrationDataset:
+    def bundled(cls) -> GpuCalibrationData:
         """The copies bundled with srifty (see ``data/calibration/README.md``)."""
         return cls(
             bundled_curves(),
@@ -132,7 +132,7 @@ def _spec(catalog: Catalog, name: str) -> GpuSpec:
     return spec
 
 
-def build_cases(dataset: CalibrationDataset, catalog: Catalog | None = None) -> list[Case]:
+def build_cases(dataset: GpuCalibrationData, catalog: Catalog | None = None) -> list[Case]:
     """Every case of ``dataset`` with its features (op counts priced on its GPU)."""
     catalog = catalog or load_catalog()
     h200 = _spec(catalog, H200_GPU)
@@ -429,7 +429,7 @@ def gpu_sourced(
 
 
 @dataclass(frozen=True)
-class Calibration:
+class GpuCalibration:
     """Fitted GPU-model parameters, their held-out errors and provenance (kind ``gpu-calibration``).
 
     Attributes:
@@ -474,7 +474,7 @@ class Calibration:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
+    def from_dict(cls, data: Mapping[str, Any]) -> GpuCalibration:
         """Inverse of :meth:`to_dict`.
 
         Raises:
@@ -499,26 +499,26 @@ class Calibration:
         return write_json_artifact(path, CALIBRATION_KIND, CALIBRATION_SCHEMA_VERSION, self.to_dict())
 
 
-def load_calibration(path: str | Path) -> Calibration:
+def load_gpu_calibration(path: str | Path) -> GpuCalibration:
     """Read a calibration file.
 
     Raises:
         ArtifactError: missing file, wrong kind or version.
         ProfileError: malformed content.
     """
-    return Calibration.from_dict(read_json_artifact(path, CALIBRATION_KIND, CALIBRATION_SCHEMA_VERSION, {}))
+    return GpuCalibration.from_dict(read_json_artifact(path, CALIBRATION_KIND, CALIBRATION_SCHEMA_VERSION, {}))
 
 
 @cache
-def default_calibration() -> Calibration:
+def default_gpu_calibration() -> GpuCalibration:
     """The calibration bundled with srifty."""
     path = Path(str(resources.files("srifty.compute").joinpath("data", "calibration", BUNDLED_FILE)))
-    return load_calibration(path)
+    return load_gpu_calibration(path)
 
 
-def calibrate(dataset: CalibrationDataset | None = None, catalog: Catalog | None = None) -> Calibration:
+def calibrate_gpu_model(dataset: GpuCalibrationData | None = None, catalog: Catalog | None = None) -> GpuCalibration:
     """Fit on everything, cross-validate leaving each model out, and return the artefact."""
-    dataset = dataset or CalibrationDataset.bundled()
+    dataset = dataset or GpuCalibrationData.bundled()
     cases = build_cases(dataset, catalog)
     fits = lomo_fits(cases)
     held_out = cross_validate(cases, fits)
@@ -527,7 +527,7 @@ def calibrate(dataset: CalibrationDataset | None = None, catalog: Catalog | None
     for r in sourced:
         by_arithmetic[r.row.arithmetic].append(r.error)
         by_arithmetic["all"].append(r.error)
-    return Calibration(
+    return GpuCalibration(
         params=fit_params(cases),
         errors=summarize(held_out),
         gpu_sourced_mape={k: mape(v) for k, v in sorted(by_arithmetic.items())},

@@ -1,0 +1,220 @@
+"""One launch of a multi-host run: a ``torchrun --nnodes N --node-rank i`` per host, and what can be read
+from it (its processes, its logs, its workers' reports) to judge how it ended.
+
+:class:`Launch` holds what a launch started and answers questions about it; starting and ending launches is
+the :class:`~srifty.runtime.cluster.ClusterRunner`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srifty.errors import SriftyError
+from srifty.processes import ProcessGuard, descendants
+from srifty.runtime.cpu_quota import QuotaGroups
+from srifty.runtime.endpoint import Beat
+from srifty.runtime.hosts import Host
+from srifty.runtime.launchers import Launcher
+from srifty.runtime.stragglers import ComputeSamples
+from srifty.runtime.torchrun import (
+    BROKEN_COLLECTIVE,
+    FENCED_EXIT,
+    first_error_line,
+    killed_worker,
+    log_size,
+    rank_layout,
+    read_log_from,
+    worker_exit_codes,
+)
+from srifty.vocab import Config, torchrun_target
+
+#: Every host's launch runs under :func:`srifty.processes.shield` (a local process of this machine).
+SHIELD = (sys.executable, "-m", "srifty.processes", "shield", "--")
+#: A report younger than this (s) shows its host is alive.
+FRESH_S = 2.0
+
+
+def torchrun_command(
+    python: str, hosts: Sequence[Host], node: int, port: int, train_command: Sequence[str]
+) -> list[str]:
+    """torchrun on node ``node`` of ``hosts``: static rendezvous on the first host's c10d store, so node ``i``
+    takes the ranks that follow node ``i−1``'s and each rank gets the local batch the plan gave its GPU."""
+    return [
+        python,
+        "-m", "torch.distributed.run",
+        "--nnodes", str(len(hosts)), "--node-rank", str(node), "--nproc-per-node", str(hosts[node].gpus),
+        "--master-addr", hosts[0].address, "--master-port", str(port), "--max-restarts", "0",
+        *torchrun_target(train_command),
+    ]  # fmt: skip
+
+
+def code_text(code: int) -> str:
+    """``signal SIGKILL`` or ``exit code 1``."""
+    if code < 0:
+        return f"signal {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+@dataclass
+class Launch:
+    """What one launch started: its id, configuration, hosts (node ``i`` on ``hosts[i]``), each host's
+    shielded torchrun and log (from ``log_offsets[i]`` on), the rank layout, and its workers' compute times."""
+
+    launch_id: str
+    config: Config
+    hosts: list[Host]
+    procs: list[subprocess.Popen[bytes]]
+    logs: list[Path]
+    log_offsets: list[int]
+    layout: list[tuple[int, int]]
+    node_of_rank: list[int] = field(default_factory=list)
+    samples: ComputeSamples = field(default_factory=lambda: ComputeSamples(()))
+    #: Whether a progress line of this launch has arrived yet.
+    progressed: bool = False
+
+    @classmethod
+    def start(
+        cls,
+        launch_id: str,
+        config: Config,
+        hosts: list[Host],
+        launcher: Launcher,
+        guard: ProcessGuard,
+        quotas: QuotaGroups,
+        env: Mapping[str, str],
+        train_command: Sequence[str],
+        run_dir: Path,
+        cwd: str,
+    ) -> Launch:
+        """Start ``torchrun`` on every host of ``hosts`` through ``launcher`` (each under the shield, which passes
+        on one ending signal however many threads this process has; in ``cwd``; under its CPU quota when the
+        host file gives one), the workers getting ``env``; each host's output is appended to its log in
+        ``RUN_DIR/hosts``."""
+        port = 20000 + secrets.randbelow(20000)
+        procs, logs, offsets, node_of_rank = [], [], [], []
+        for node, host in enumerate(hosts):
+            command = torchrun_command(launcher.python, hosts, node, port, train_command)
+            argv, extra = launcher.argv(host, command, env)
+            log = run_dir / "hosts" / f"{host.address}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            offsets.append(log_size(log))
+            join = None
+            if host.cpu is not None:  # an emulated slower VM: every process of its launch under the quota
+                quotas.cap(host.address, host.cpu)
+                join = quotas.joiner(host.address)
+            with open(log, "ab") as handle:
+                handle.write(f"--- launch {launch_id} node {node}: {config.notation()}\n".encode())
+                handle.flush()
+                proc = guard.popen(
+                    [*SHIELD, *argv], env={**os.environ, **extra}, preexec_fn=join, cwd=cwd,
+                    stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
+                )  # fmt: skip
+            procs.append(proc)
+            logs.append(log)
+            node_of_rank += [node] * host.gpus
+        samples = ComputeSamples([hosts[n].address for n in node_of_rank])
+        return cls(launch_id, config, hosts, procs, logs, offsets, rank_layout(config), node_of_rank, samples)
+
+    def codes(self) -> list[int | None]:
+        """Each host's launch exit code (``None``: still running)."""
+        return [p.poll() for p in self.procs]
+
+    def host_pids(self, node: int) -> list[int]:
+        """This machine's processes of node ``node``'s launch (the shield and everything below it)."""
+        proc = self.procs[node]
+        return ([proc.pid] if proc.poll() is None else []) + descendants(proc.pid)
+
+    def worker_pids(self, node: int) -> list[int]:
+        """The host's workers: what runs below its launch's torchrun (the shield's child)."""
+        below = descendants(self.procs[node].pid)
+        return descendants(below[0]) if below else []
+
+    def quota_holds(self, quotas: QuotaGroups) -> list[tuple[str, int, int]]:
+        """For each host under a CPU quota: its address, its processes, and how many of them the quota's
+        group holds (from the kernel's own list)."""
+        holds = []
+        for node, host in enumerate(self.hosts):
+            if host.address in quotas.created:
+                pids = set(self.host_pids(node))
+                holds.append((host.address, len(pids), len(pids & quotas.members(host.address))))
+        return holds
+
+    def ranks_on(self, node: int) -> list[int]:
+        """The ranks node ``node`` runs."""
+        return [r for r, n in enumerate(self.node_of_rank) if n == node]
+
+    def log_text(self, node: int) -> str:
+        """Node ``node``'s part of its host's log."""
+        return read_log_from(self.logs[node], self.log_offsets[node])
+
+    def silent_nodes(self, beats: Mapping[int, Beat], timeout_s: float) -> list[int]:
+        """Nodes with a rank whose reports stopped arriving (for ``timeout_s``, on the endpoint's clock) while
+        another node's still arrive."""
+        now = time.monotonic()
+        ranks = [(r, n) for r, n in enumerate(self.node_of_rank) if r in beats]
+        fresh = {n for r, n in ranks if now - beats[r].arrived_s < FRESH_S}
+        silent = {n for r, n in ranks if now - beats[r].arrived_s > timeout_s}
+        return sorted(silent - fresh) if fresh or len(self.hosts) == 1 else []
+
+    def furthest_behind(self, beats: Mapping[int, Beat]) -> tuple[int, Host]:
+        """The rank with the lowest reported iteration, and its host."""
+        slowest = min(beats, key=lambda r: int(beats[r].record.get("iteration", 0)))
+        return slowest, self.hosts[self.node_of_rank[slowest]]
+
+    def missing_hosts(self, beats: Mapping[int, Beat]) -> list[str]:
+        """Addresses of the hosts with a rank that has not reported yet."""
+        return sorted({self.hosts[n].address for r, n in enumerate(self.node_of_rank) if r not in beats})
+
+    def lost_hosts(self, launcher: Launcher, beats: Mapping[int, Beat], timeout_s: float) -> list[tuple[Host, str]]:
+        """Which hosts a failed launch lost, and how that shows: a launch ended by a signal or a lost
+        connection, a worker killed by a signal, heartbeats that stopped first.
+
+        Raises:
+            SriftyError: none was lost: the training command failed on its own (its error named), or a
+                torchrun ended early.
+        """
+        lost = []
+        for node, code in enumerate(self.codes()):
+            if code is not None and launcher.host_gone(code):
+                lost.append((self.hosts[node], f"its launch ended with {code_text(code)}"))
+        if lost:
+            return lost
+        for node in range(len(self.hosts)):
+            killed = killed_worker(self.log_text(node))
+            if killed is not None:
+                lost.append((self.hosts[node], f"rank {killed[0]} was killed by signal {killed[1]}"))
+        if lost:
+            return lost
+        silent = self.silent_nodes(beats, timeout_s)
+        if silent:
+            return [(self.hosts[n], "its heartbeats stopped first") for n in silent]
+        raise self._own_failure()
+
+    def _own_failure(self) -> SriftyError:
+        errors = []
+        for node in range(len(self.hosts)):
+            text = self.log_text(node)
+            codes = [(r, c) for r, c in worker_exit_codes(text) if c not in (0, FENCED_EXIT)]
+            if codes:
+                errors.append((node, *codes[-1], first_error_line(text)))
+        if errors:
+            # a peer's failure breaks everyone's collectives: the root cause is the error that is not that
+            node, rank, code, line = next((e for e in errors if not BROKEN_COLLECTIVE.search(e[3])), errors[0])
+            return SriftyError(
+                f"the training command failed on host {self.hosts[node].address} (rank {rank}, exit code "
+                f"{code}), which is its own error, not a lost host: {line}. Fix the script (the output is in "
+                f"{self.logs[node]})."
+            )
+        node = next(n for n, c in enumerate(self.codes()) if c not in (None, 0))
+        return SriftyError(
+            f"torchrun on host {self.hosts[node].address} ended with {code_text(self.procs[node].poll() or 0)} "
+            f"before training finished; see {self.logs[node]}"
+        )

@@ -1,0 +1,112 @@
+"""The one interface of ``srifty run``'s runners, and what they share: the run's clock, its timeline, its
+warnings and the rollback to the last checkpoint.
+
+:class:`~srifty.runtime.local.LocalRunner` (one torchrun over local processes) and
+:class:`~srifty.runtime.cluster.ClusterRunner` (one torchrun per host) implement :meth:`Runner.run`. Each
+takes a clock (``clock() - started_at`` is the run's time in seconds), so that tests can swap it; neither
+reads the time any other way for what it records. The controller's state is the controller's: a runner
+changes it only through the controller's methods.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srifty.artifacts import atomic_write_text
+from srifty.runtime.controller import Controller
+
+#: Reads a clock in seconds (``time.monotonic`` for a run that never resumes, ``time.time`` for one that may).
+Clock = Callable[[], float]
+#: Receives one line per notable event (a fault that could not fire, processes ended).
+Reporter = Callable[[str], None]
+
+
+def no_report(_: str) -> None:
+    """The default reporter: says nothing."""
+
+
+@dataclass
+class RunOutcome:
+    """What happened: launches, the iterations finished, the timeline and the decision log path."""
+
+    iterations: int
+    launches: int
+    configs: list[str]
+    timeline: list[dict[str, object]] = field(default_factory=list)
+    log_path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class Runner(abc.ABC):
+    """Runs one job to completion across launches, keeping its controller informed.
+
+    Args:
+        controller: tracks progress and re-plans.
+        run_dir: the timeline and everything else the runner writes go here.
+        clock: the run's clock, in seconds.
+        started_at: the clock's reading when the run started (``None``: now).
+        report: receives one line per notable event.
+    """
+
+    def __init__(
+        self,
+        controller: Controller,
+        run_dir: Path,
+        clock: Clock,
+        started_at: float | None = None,
+        report: Reporter = no_report,
+    ) -> None:
+        self.controller = controller
+        self.run_dir = run_dir
+        self.clock = clock
+        self.started_at = clock() if started_at is None else started_at
+        self.report = report
+        self.timeline: list[dict[str, object]] = []
+        self.warnings: list[str] = []
+        self.launches = 0
+        self.configs: list[str] = []
+
+    @abc.abstractmethod
+    def run(self) -> RunOutcome:
+        """Launch, watch, re-plan and relaunch until every iteration is done; on every way out (success, an
+        error, Ctrl-C, SIGTERM turned into ``SystemExit``) every process this run started is ended first."""
+
+    def now(self) -> float:
+        """Seconds since the run started, on the runner's clock."""
+        return self.clock() - self.started_at
+
+    def event(self, kind: str, **details: object) -> None:
+        """Add ``kind`` to the timeline, at the current time and iteration."""
+        self.timeline.append(
+            {"time_s": round(self.now(), 3), "iteration": self.controller.iteration, "event": kind, **details}
+        )
+
+    def iteration_event(self, iteration: int, loss: object) -> None:
+        """Add a finished iteration (and the loss its rank 0 reported) to the timeline."""
+        entry = {"time_s": round(self.now(), 3), "iteration": iteration, "event": "iteration", "loss": loss}
+        self.timeline.append(entry)
+
+    def warn(self, text: str, **event: object) -> None:
+        """A warning for the outcome and the reporter, and a ``fault_not_injected`` event with ``event``."""
+        self.warnings.append(text)
+        self.event("fault_not_injected", **event)
+        self.report(text)
+
+    def rollback(self, step: int) -> None:
+        """Training restarts from the checkpoint at ``step``: the controller's progress rolls back to it."""
+        if step < self.controller.iteration:
+            self.event("rollback", from_iteration=self.controller.iteration, to_iteration=step)
+            self.controller.rollback_to(step, self.now())
+
+    def write_timeline(self) -> None:
+        """``timeline.json`` in the run folder (atomically)."""
+        atomic_write_text(self.run_dir / "timeline.json", json.dumps(self.timeline, indent=1))
+
+    def outcome(self) -> RunOutcome:
+        """What happened so far."""
+        c = self.controller
+        return RunOutcome(c.iteration, self.launches, self.configs, self.timeline, c.log.path, self.warnings)

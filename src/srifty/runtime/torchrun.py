@@ -1,0 +1,102 @@
+"""What every ``srifty run`` launch has in common, whichever runner starts it: torchrun's command line and
+environment, the rank layout, the checkpoint interval, and what torchrun's output says about a failure.
+
+Pure functions over configurations and text; nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+from srifty.vocab import Config
+
+#: Mean time between preemptions (s) assumed for the checkpoint interval: spot interruption rates are not in
+#: the catalog.
+DEFAULT_MTBF_S = 3600.0
+#: Seconds every worker gets to start (import torch, join the rendezvous) before the run gives up.
+STARTUP_TIMEOUT_S = 300.0
+#: Identifies one launch in the workers' heartbeats and progress lines.
+ENV_LAUNCH_ID = "SRIFTY_LAUNCH_ID"
+#: Seconds torchrun gives its workers to end after SIGTERM before SIGKILL (its default is 30). A stopped
+#: worker (a hang or partition fault) acts on nothing but SIGKILL, so when srifty dies and torchrun gets its
+#: parent-death SIGTERM, this bounds how long such a worker outlives it.
+TORCHRUN_SHUTDOWN_S = 5
+#: Exit code of a worker that ended itself because the controller gave up on it (srifty.torch.courier).
+FENCED_EXIT = 75
+#: What a worker's error says when a peer failed, not its own code.
+BROKEN_COLLECTIVE = re.compile(r"Connection (closed|reset) by peer|remote worker crash|gloo/transport", re.IGNORECASE)
+
+
+def checkpoint_interval_iters(checkpoint_s: float, iter_s: float, mtbf_s: float = DEFAULT_MTBF_S) -> int:
+    """Young's optimum ``sqrt(2·C·MTBF)`` between checkpoints, in iterations (at least 1).
+
+    ``C`` is the checkpoint/restore cost from the spec's overheads; ``MTBF`` the mean time between
+    preemptions (one hour by default, an assumption: spot interruption rates are not in the catalog).
+    """
+    if iter_s <= 0:
+        return 1
+    return max(1, int(math.sqrt(2.0 * max(checkpoint_s, 0.0) * mtbf_s) / iter_s))
+
+
+def rank_layout(config: Config) -> list[tuple[int, int]]:
+    """``(group index, local batch)`` of each rank, group by group."""
+    return [(i, g.local_batch) for i, g in enumerate(config.groups) for _ in range(g.n_gpus)]
+
+
+def torchrun_env() -> dict[str, str]:
+    """Environment for torchrun (its ``--shutdown-timeout``, as a variable: older torchruns on remote hosts
+    ignore it instead of refusing an unknown option); a value the user set is kept."""
+    name = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"
+    return {name: os.environ.get(name, str(TORCHRUN_SHUTDOWN_S))}
+
+
+def launch_env(config: Config, iterations: int, ckpt_dir: str, ckpt_every: int, launch_id: str) -> dict[str, str]:
+    """What every worker of a launch reads (:mod:`srifty.torch.training`): its local batch by rank, the global
+    batch, how the model is spread (DDP, FSDP or HSDP), the iterations, where and how often to checkpoint, the
+    launch's id; one thread per worker."""
+    return {
+        ENV_LAUNCH_ID: launch_id,
+        "SRIFTY_RANK_BATCHES": ",".join(str(b) for _, b in rank_layout(config)),
+        "SRIFTY_GLOBAL_BATCH": str(config.global_batch),
+        **config.sharding_env(),
+        "SRIFTY_ITERATIONS": str(iterations),
+        "SRIFTY_CKPT_DIR": ckpt_dir,
+        "SRIFTY_CKPT_EVERY": str(ckpt_every),
+        "OMP_NUM_THREADS": "1",
+        **torchrun_env(),
+    }
+
+
+def read_log_from(path: Path, offset: int) -> str:
+    """A log's text from byte ``offset`` on (one launch's part of a log the launches append to)."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def log_size(path: Path) -> int:
+    """Where the next launch's part of an appended log starts (0 for a log not written yet)."""
+    return path.stat().st_size if path.exists() else 0
+
+
+def worker_exit_codes(text: str) -> list[tuple[int, int]]:
+    """``(rank, exit code)`` of each failed worker in torchrun's error report (``text``: its output)."""
+    codes = re.findall(r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*\n\s*exitcode\s*:\s*(-?\d+)", text)
+    return [(int(r), int(c)) for r, c in codes]
+
+
+def killed_worker(text: str) -> tuple[int, int] | None:
+    """``(rank, signal)`` of the first worker torchrun reports killed by a signal (a lost VM), if any: the
+    others then fail on the broken collective, so the killed one is the cause."""
+    killed = [(rank, -code) for rank, code in worker_exit_codes(text) if code < 0]
+    return killed[0] if killed else None
+
+
+def first_error_line(text: str) -> str:
+    """The first ``SomeError: …`` line of a worker in torchrun's output (not torchrun's own)."""
+    pattern = re.compile(r"^(\[rank\d+\]:\s*)?[A-Za-z_.]*(Error|Exception): ")
+    errors = [line for line in text.splitlines() if pattern.match(line) and "torch.distributed.elastic" not in line]
+    return errors[0].strip() if errors else "no error line found"
