@@ -149,6 +149,11 @@ class Controller:
         return self._tracker.window_s
 
     @property
+    def on_demand_only(self) -> bool:
+        """Whether the spot policy has moved the job to on-demand VMs for good."""
+        return self._on_demand_only
+
+    @property
     def quotas(self) -> dict[tuple[str, str], int] | None:
         """On a host file, the hosts alive per ``(instance type, market)`` (a copy), else ``None``."""
         return None if self._quotas is None else dict(self._quotas)
