@@ -115,8 +115,8 @@ def test_an_fsdp_job_on_two_testbed_hosts_loses_one_and_resumes_sharded_on_the_o
     launcher = NetnsLauncher(namespaces)
     launcher.env = {"GLOO_SOCKET_IFNAME": tb.HOST_IFACE}
 
-    def inject(fault: str, host, pids) -> None:  # type: ignore[no-untyped-def]
-        tb.vanish(name, host.address, state_dir)
+    def inject(fault: str, address: str, pids: list[int]) -> None:
+        tb.vanish(name, address, state_dir)
 
     run_dir = tmp_path / "run"
     outcome = run_cluster_job(

@@ -22,6 +22,6 @@ def test_an_option_error_names_parameters_and_the_cli_names_flags() -> None:
 def test_a_fault_that_cannot_fire_is_worded_with_its_flag(cli) -> None:  # type: ignore[no-untyped-def]
     code, _, err = cli(
         "run", str(EXAMPLES / "tiny-local.yaml"), "--config", "2xg4dn.xlarge@32", "--preempt-at", "5",
-        "--preempt-rank", "2", "--", "python", "train.py",
+        "--preempt-rank", "2", "--", "python", str(EXAMPLES / "train_tiny.py"),
     )  # fmt: skip
     assert code == 2 and "--preempt-rank 2 does not exist" in err and "preempt_rank" not in err, err
