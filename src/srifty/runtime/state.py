@@ -172,6 +172,8 @@ class RunState:
         controller_pid: the controller's process; ``mark``: the owner mark its processes carry on every host.
         checkpoint_step: the last checkpoint a worker reported (``None``: none yet).
         spent_usd: what the job cost up to the save; ``launch_hosts``: the hosts of the current launch.
+        parallelism, checkpointing: how the configuration spreads the model (``Config.parallelism``,
+            ``Config.checkpointing``; optional in ``run.json``: a file without them runs DDP).
     """
 
     setup: RunSetup
@@ -190,13 +192,16 @@ class RunState:
     launch_hosts: tuple[str, ...] = ()
     launches: int = 0
     finished: bool = False
+    parallelism: str = "ddp"
+    checkpointing: bool = False
 
     @classmethod
     def start(
         cls, setup: RunSetup, config: Config, quotas: Mapping[tuple[str, str], int], started_unix: float
     ) -> RunState:
         """The state of a run about to start on ``config``."""
-        return cls(setup, started_unix, *_config_fields(config), _quota_rows(quotas))
+        state = cls(setup, started_unix, *_config_fields(config), _quota_rows(quotas))
+        return state.replace(parallelism=config.parallelism, checkpointing=config.checkpointing)
 
     def replace(self, **changes: Any) -> RunState:
         """A copy with ``changes``."""
@@ -206,11 +211,13 @@ class RunState:
         """A copy on ``config`` with ``quotas`` and the other ``changes``."""
         notation, markets, zone = _config_fields(config)
         rows = _quota_rows(quotas or {})
-        return self.replace(config=notation, markets=markets, zone=zone, quotas=rows, **changes)
+        sharding = {"parallelism": config.parallelism, "checkpointing": config.checkpointing}
+        return self.replace(config=notation, markets=markets, zone=zone, quotas=rows, **sharding, **changes)
 
     def config_in(self, region: str, cloud: str, catalog: Catalog) -> Config:
-        """The configuration, read back in the hosts' region and cloud."""
-        return parse_config(self.config, region, cloud, catalog, dict(self.markets), self.zone)  # type: ignore[arg-type]
+        """The configuration, read back in the hosts' region and cloud, spreading the model as it did."""
+        config = parse_config(self.config, region, cloud, catalog, dict(self.markets), self.zone)  # type: ignore[arg-type]
+        return config.sharded(self.parallelism, self.checkpointing)  # type: ignore[arg-type]
 
     def quota_map(self) -> dict[tuple[str, str], int]:
         """Hosts alive per ``(instance type, market)``."""
@@ -241,6 +248,8 @@ class RunState:
             "spent_usd": self.spent_usd,
             "launch_hosts": list(self.launch_hosts),
             "launches": self.launches,
+            "parallelism": self.parallelism,
+            "checkpointing": self.checkpointing,
         }
 
     @classmethod
@@ -276,6 +285,8 @@ class RunState:
                 launch_hosts=tuple(str(a) for a in doc.get("launch_hosts") or ()),
                 launches=int(doc.get("launches") or 0),
                 finished=bool(doc.get("finished")),
+                parallelism=str(doc.get("parallelism") or "ddp"),
+                checkpointing=bool(doc.get("checkpointing")),
             )
         except KeyError as missing:
             raise ArtifactError(f"{source} has no field {missing}; it is damaged, so the run cannot resume.") from None
