@@ -96,7 +96,8 @@ def train(net: torch.nn.Module, batch_of: BatchFn, loss_of: LossFn, threads: int
         loss.backward()
         optimizer.step()
         step += 1
-        if step % every == 0 or step == total:
+        stop = reporter.stop_requested()  # srifty run was interrupted: checkpoint here and stop
+        if step % every == 0 or step == total or stop:
             save_checkpoint(ckpt_dir, step, ddp, optimizer)
         value = loss.item()
         print(
@@ -104,10 +105,12 @@ def train(net: torch.nn.Module, batch_of: BatchFn, loss_of: LossFn, threads: int
             flush=True,
         )
         reporter.iteration_done(step, value, compute_s=forward_s)
+        if stop:
+            break
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
-        print(f"finished {step} iterations", flush=True)
+        print(f"{'stopped as asked after' if step < total else 'finished'} {step} iterations", flush=True)
     os._exit(0)  # torch 2.14's gloo can abort in C++ destructors at exit after all work is done
 
 

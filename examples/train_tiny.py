@@ -75,15 +75,18 @@ def main() -> None:
         loss.backward()
         optimizer.step()
         step += 1
-        if step % every == 0 or step == total:
+        stop = reporter.stop_requested()  # srifty run was interrupted: checkpoint here and stop
+        if step % every == 0 or step == total or stop:
             save_checkpoint(ckpt_dir, step, model, optimizer)
         if rank == 0:  # the workers' own record of how far they got (benchmarks/multihost.py reads it)
             print(f"iteration={step} rank=0 time={time.time():.4f} loss={loss.item():.5f}", flush=True)
         reporter.iteration_done(step, loss.item(), compute_s=compute_s)
+        if stop:
+            break
     dist.barrier()
     dist.destroy_process_group()
     if rank == 0:
-        print(f"finished {step} iterations", flush=True)
+        print(f"{'stopped as asked after' if step < total else 'finished'} {step} iterations", flush=True)
     os._exit(0)  # torch 2.14's gloo can abort in C++ destructors at exit after all work is done
 
 

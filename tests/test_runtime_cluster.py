@@ -280,7 +280,9 @@ def test_stopping_the_controller_ends_every_host_process(sig: signal.Signals, sp
     finally:
         proc.kill()
     assert proc.returncode == 128 + sig, err
-    assert "ended" in err.decode() and "process(es) this run started" in err.decode()
+    # the workers were asked to checkpoint and stop (train_tiny.py does); whatever did not is ended, and said so
+    text = err.decode()
+    assert "interrupted (" in text or ("ended" in text and "process(es) this run started" in text), text
     from srifty.processes import pids_marked
 
     assert pids_marked(mark) == []

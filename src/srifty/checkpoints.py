@@ -28,6 +28,8 @@ from srifty.artifacts import atomic_write_text
 from srifty.errors import SpecError
 
 LATEST = "latest"
+#: Beside a local run's heartbeats: ``srifty run`` asks the launch ``{"launch": id}`` to checkpoint and stop.
+STOP_REQUEST_FILE = "stop.json"
 _PROTOCOL = re.compile(r"[a-z][a-z0-9+.\-]*")
 # filesystems that live inside one process: no other host, nor a relaunched worker, can read them
 _NOT_SHARED = {"memory"}

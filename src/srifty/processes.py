@@ -25,8 +25,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -269,8 +271,27 @@ def shield(command: list[str]) -> int:
     exit (each exit re-parents the child to the next thread), so when the multi-threaded srifty controller is
     killed, a torchrun it started gets a burst of SIGTERMs. torchrun's shutdown aborts on the second one,
     before it SIGKILLs workers that ignored the first (a stopped worker always does). The shield is
-    single-threaded, so its own child gets one parent-death signal, and one relayed signal."""
-    child = subprocess.Popen(command, preexec_fn=_die_with(os.getpid(), None))
+    single-threaded, so its own child gets one parent-death signal, and one relayed signal.
+
+    torchrun keeps its workers' log folders in a new ``/tmp/torchelastic_*`` folder unless told where: the
+    shield gives it a scratch folder (``PET_LOG_DIR``, torchrun's ``--log-dir``) and removes it afterwards."""
+    scratch = None if "PET_LOG_DIR" in os.environ else tempfile.mkdtemp(prefix="srifty-torchrun-")
+    env = None if scratch is None else {**os.environ, "PET_LOG_DIR": scratch}
+    try:
+        code = _shielded(command, env)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if code < 0:
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP keep their default anyway
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code
+
+
+def _shielded(command: list[str], env: dict[str, str] | None) -> int:
+    """Run ``command`` relaying the first ending signal; its exit code (negative: the signal that ended it)."""
+    child = subprocess.Popen(command, env=env, preexec_fn=_die_with(os.getpid(), None))
     relayed: list[int] = []
 
     def relay(signum: int, frame: FrameType | None) -> None:
@@ -281,12 +302,7 @@ def shield(command: list[str]) -> int:
 
     for sig in SHIELDED:
         signal.signal(sig, relay)
-    code = child.wait()
-    if code < 0:
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP keep their default anyway
-            signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)
-    return code
+    return child.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

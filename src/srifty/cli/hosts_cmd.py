@@ -66,10 +66,15 @@ def run_on_hosts(
 
 
 def resume(run_dir: Path, fault_texts: list[str], report: Callable[[str], None]) -> RunOutcome:
-    """``srifty run --resume RUN_DIR``."""
-    from srifty.runtime import read_run_state, resume_cluster_job
+    """``srifty run --resume RUN_DIR`` (a run across hosts, or on this machine)."""
+    from srifty.runtime import LocalRunState, read_run_state, resume_cluster_job, resume_local_job
 
-    setup = read_run_state(run_dir).setup
+    state = read_run_state(run_dir)
+    if isinstance(state, LocalRunState):  # a run on this machine, no hosts
+        if fault_texts:
+            raise OptionError("fault", "is for runs across hosts; a run on this machine is resumed as it was started.")
+        return resume_local_job(run_dir, state, report)
+    setup = state.setup
     faults = parse_host_faults(fault_texts)
     with launcher_for(setup.launcher, Path(setup.cwd), None) as (launcher, _, inject):
         return resume_cluster_job(run_dir, launcher, faults, _injector(inject, faults), report)

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from srifty.cli.console import err, out, styled
+from srifty.cli.options import refuse_without
 from srifty.errors import SpecError
 from srifty.processes import signals_as_exit
 
@@ -100,16 +101,18 @@ def run_command(
         float, typer.Option(help="With --hosts: seconds of throughput the controller projects with (K).")
     ] = 300.0,
     resume: Annotated[
-        Path | None, typer.Option("--resume", help="Continue the multi-host run in this folder (killed controller).")
+        Path | None,
+        typer.Option("--resume", help="Continue the run in this folder (after Ctrl-C, SIGTERM, a killed controller)."),
     ] = None,
 ) -> None:
     """Run training with torchrun (local processes, or one torchrun per host with --hosts), or a scenario on
     the emulated cloud (--emulated).
 
     Give the training command after `--`, e.g. `srifty run job.yaml -- python examples/train_tiny.py`, or
-    `srifty run job.yaml --hosts hosts.txt -- python train.py`. `srifty run --resume RUN_DIR` continues a
-    multi-host run whose controller was killed.
+    `srifty run job.yaml --hosts hosts.txt -- python train.py`. `srifty run --resume RUN_DIR` continues a run
+    that was interrupted (Ctrl-C, SIGTERM) or whose controller was killed, on this machine or across hosts.
     """
+    _refuse_idle_options(ctx, hosts is not None, emulated, resume is not None)
     if resume is not None:
         from srifty.cli.hosts_cmd import resume as resume_run
 
@@ -161,6 +164,30 @@ def run_command(
     _show(outcome, run_dir)
 
 
+#: Options of `srifty run` that only do something with --hosts.
+HOST_OPTIONS = (
+    "launcher", "testbed", "ssh_key", "ssh_user", "ssh_port", "ssh_option", "controller_address", "ckpt_dir",
+    "heartbeat_timeout", "lease", "forward_env", "fault", "window",
+)  # fmt: skip
+#: Options of a run on local processes (and --hosts), which an emulated run has no use for.
+PROCESS_OPTIONS = ("config", "preempt_at", "preempt_rank", "hang_at", "hang_rank", "hang_timeout", "ckpt_every")
+
+
+def _refuse_idle_options(ctx: typer.Context, with_hosts: bool, emulated: bool, resuming: bool) -> None:
+    """Options given where they would do nothing are refused, naming what they need."""
+    if resuming:
+        kept = {"resume", "fault"}
+        idle = [p.name for p in ctx.command.params if p.name is not None and p.name not in kept]
+        refuse_without(ctx, idle, "a new run", "--resume continues a run with the options it started with")
+        return
+    if emulated:
+        refuse_without(ctx, [*HOST_OPTIONS, *PROCESS_OPTIONS, "hosts"], "a run of real processes", "drop --emulated")
+    elif not with_hosts:
+        refuse_without(ctx, HOST_OPTIONS, "--hosts", '`srifty run --help` marks such options "With --hosts"')
+    refuse_without(ctx, [] if ctx.params.get("preempt_at") is not None else ["preempt_rank"], "--preempt-at")
+    refuse_without(ctx, [] if ctx.params.get("hang_at") is not None else ["hang_rank"], "--hang-at")
+
+
 def _show(outcome: RunOutcome, run_dir: Path) -> None:
     table = Table(title=f"srifty run: {outcome.iterations} iterations in {outcome.launches} launch(es)")
     table.add_column("time s", justify="right")
@@ -175,4 +202,7 @@ def _show(outcome: RunOutcome, run_dir: Path) -> None:
 
 
 def _warn(text: str) -> None:
+    if text.startswith("interrupted"):  # where an interrupted run stopped: not a warning, the answer
+        err.print(styled("bold", text), soft_wrap=True)
+        return
     err.print(styled("yellow", "warning:", f" {text}"), soft_wrap=True)

@@ -37,7 +37,7 @@ from srifty.plan.export import (
     write_controlled,
     write_skypilot,
 )
-from srifty.plan.inputs import PlanInputs, resolve
+from srifty.plan.inputs import PlanInputs, check_model_name, resolve
 from srifty.plan.install_source import HOW as INSTALL_HOW
 from srifty.plan.install_source import InstallSource, install_source
 from srifty.plan.methods import (
@@ -105,6 +105,7 @@ __all__ = [
     "best_of",
     "build_problems",
     "cheapest_counts",
+    "check_model_name",
     "cluster_name",
     "compute_floor_fn",
     "compute_latency_ms",

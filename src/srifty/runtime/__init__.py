@@ -7,8 +7,8 @@
 * :mod:`~srifty.runtime.runner`: the :class:`Runner` interface (the run's clock, timeline, rollback);
 * :mod:`~srifty.runtime.local`: :class:`LocalRunner`, ``torchrun`` over local processes;
 * :mod:`~srifty.runtime.cluster`: :class:`ClusterRunner`, one ``torchrun`` per host;
-* :mod:`~srifty.runtime.torchrun`: what both runners' launches share (environment, rank layout, checkpoint
-  interval, torchrun's exit report);
+* :mod:`~srifty.runtime.torchrun`: what both runners' launches share (environment, rank layout, torchrun's
+  exit report); :mod:`~srifty.runtime.checkpoint_interval`: how often a run checkpoints by default;
 * :mod:`~srifty.runtime.faults`: injected faults; :mod:`~srifty.runtime.stragglers`: which host is slow;
 * :mod:`~srifty.runtime.state`: a multi-host run's state (``run.json``), options and launcher set-up;
 * :mod:`~srifty.runtime.api` and :mod:`~srifty.runtime.cluster_api`: :func:`run_local_job`,
@@ -18,7 +18,8 @@ Replaying a scenario on the emulated cloud (``srifty run --emulated``) judges th
 part of it; it lives in :mod:`srifty.evaluate.scenario`. Importing this package loads no torch.
 """
 
-from srifty.runtime.api import config_from_plan, run_local_job
+from srifty.runtime.api import config_from_plan, resume_local_job, run_local_job
+from srifty.runtime.checkpoint_interval import checkpoint_interval_iters
 from srifty.runtime.cluster_api import read_run_state, resume_cluster_job, run_cluster_job
 from srifty.runtime.controller import Controller
 from srifty.runtime.cpu_quota import leftover_groups
@@ -28,8 +29,7 @@ from srifty.runtime.launchers import Launcher
 from srifty.runtime.local import LocalRunner
 from srifty.runtime.progress import ProgressTracker
 from srifty.runtime.runner import Runner, RunOutcome
-from srifty.runtime.state import LauncherSetup, RunState
-from srifty.runtime.torchrun import checkpoint_interval_iters
+from srifty.runtime.state import LauncherSetup, LocalRunState, RunState
 
 __all__ = [
     "Controller",
@@ -40,6 +40,7 @@ __all__ = [
     "Injector",
     "Launcher",
     "LauncherSetup",
+    "LocalRunState",
     "LocalRunner",
     "ProgressTracker",
     "RunOutcome",
@@ -52,6 +53,7 @@ __all__ = [
     "parse_host_faults",
     "read_run_state",
     "resume_cluster_job",
+    "resume_local_job",
     "run_cluster_job",
     "run_local_job",
 ]

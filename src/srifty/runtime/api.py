@@ -5,16 +5,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from srifty.artifacts import atomic_write_text, read_json_artifact
 from srifty.catalog import load_catalog
-from srifty.errors import OptionError, SpecError
+from srifty.checkpoints import read_latest
+from srifty.errors import OptionError, SpecError, did_you_mean
 from srifty.plan import (
     PLAN_KIND,
     PLAN_SCHEMA_VERSION,
     Plan,
+    check_model_name,
     plan_job,
     policy_for,
     require_global_batch,
@@ -22,11 +26,15 @@ from srifty.plan import (
     spec_area,
     spec_config,
 )
+from srifty.processes import describe, end_processes, is_alive, pids_marked
+from srifty.runtime.checkpoint_interval import MAX_LOSS_SHARE, checkpoint_interval_iters, loss_events_per_hour
 from srifty.runtime.controller import Controller
+from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.faults import Fault, check_faults
 from srifty.runtime.local import LocalRunner, make_log
 from srifty.runtime.runner import Reporter, RunOutcome, no_report
-from srifty.runtime.torchrun import checkpoint_interval_iters, rank_layout
+from srifty.runtime.state import RUN_STATE_FILE, LocalOptions, LocalRunState
+from srifty.runtime.torchrun import rank_layout
 from srifty.spec import JobSpec, load_spec
 from srifty.spot.policy import SriftyPolicy
 from srifty.vocab import Config, parse_config
@@ -70,15 +78,6 @@ def spot_policy_for(spec: JobSpec, config: Config, plan: Plan | None = None) -> 
     return policy_for(*scored_config(spec, config))
 
 
-def default_ckpt_every(spec: JobSpec, iter_s: float | None, policy: SriftyPolicy | None) -> int:
-    """Iterations between checkpoints when none is given: the spot policy's interval (Daly, from the loss rate)
-    where there is one, else Young's rule with an hour between losses
-    (:func:`~srifty.runtime.torchrun.checkpoint_interval_iters`)."""
-    if policy is not None and iter_s:
-        return max(1, round(policy.checkpoint_interval_s / iter_s))
-    return checkpoint_interval_iters(spec.overheads.checkpoint_restore_s, iter_s or 1.0)
-
-
 def plan_remaining(remaining: JobSpec) -> Plan:
     """Re-plan what is left of a job (same model, profiles and bandwidth model as the original spec)."""
     return plan_job(remaining)[0]
@@ -110,6 +109,66 @@ def start_config(
         config, iter_s = plan.best.config, plan.best.estimate.iter_mean_s
     require_global_batch(config, spec, "configuration")
     return config, iter_s, plan
+
+
+def default_ckpt_every(spec: JobSpec, config: Config, iter_s: float | None, policy: SriftyPolicy | None = None) -> int:
+    """Iterations between checkpoints when none is given, never more than :data:`MAX_LOSS_SHARE` of the job: the
+    spot policy's interval (Daly, from the loss rate) where there is one, else Young's rule under ``config``'s
+    loss rate (:mod:`srifty.runtime.checkpoint_interval`)."""
+    if policy is not None and iter_s:
+        cap = max(1, int(MAX_LOSS_SHARE * spec.iterations))
+        return max(1, round(min(cap, policy.checkpoint_interval_s / iter_s)))  # inf: no loss expected
+    return checkpoint_interval_iters(
+        spec.overheads.checkpoint_restore_s, iter_s or 1.0, spec.iterations, loss_events_per_hour(config)
+    )
+
+
+def require_script(train_command: Sequence[str]) -> None:
+    """``python SCRIPT.py …`` must name a script that exists here, before torchrun starts any worker.
+
+    Raises:
+        SpecError: naming the script, the folder it was looked for in and the closest scripts there.
+    """
+    if len(train_command) < 2 or not Path(train_command[0]).name.startswith("python"):
+        return
+    script = Path(train_command[1])
+    if script.suffix != ".py" or script.exists():
+        return
+    folder = script.parent if str(script.parent) != "." else Path.cwd()
+    nearby = [p.name for p in folder.glob("*.py")] if folder.is_dir() else []
+    raise SpecError(
+        f"the training script '{script}' does not exist (looked for in {folder.resolve()})."
+        f"{did_you_mean(script.name, nearby)} Give its path after `--`, e.g. `-- python examples/train_tiny.py`."
+    )
+
+
+def prepare_run_dir(run_dir: Path, report: Reporter = no_report) -> None:
+    """Make ``run_dir`` ready for a new run: refuse one that holds an unfinished run (it is resumed, not
+    overwritten), and set aside a finished run's checkpoints, which a new run's workers would otherwise load
+    as their own (``checkpoints`` → ``checkpoints.<time>``).
+
+    Raises:
+        SpecError: an unfinished run is there.
+    """
+    state_path = run_dir / RUN_STATE_FILE
+    if state_path.exists():
+        try:
+            unfinished = not json.loads(state_path.read_text(encoding="utf-8")).get("finished")
+        except (OSError, ValueError, AttributeError):
+            unfinished = True
+        if unfinished:
+            raise SpecError(
+                f"{run_dir} holds a run that did not finish (run.json); continue it with `srifty run --resume "
+                f"{run_dir}`, or give another --run-dir."
+            )
+    old = run_dir / "checkpoints"
+    if old.exists():
+        aside = old.with_name(f"checkpoints.{int(old.stat().st_mtime)}")
+        while aside.exists():
+            aside = aside.with_name(aside.name + "-1")
+        old.rename(aside)
+        report(f"{run_dir} held an earlier run's checkpoints; moved to {aside.name}: this run starts from iteration 0")
+    run_dir.mkdir(parents=True, exist_ok=True)
 
 
 def check_seconds(option: str, value: float) -> None:
@@ -158,14 +217,57 @@ def run_local_job(
     """
     check_seconds("hang_timeout_s", hang_timeout_s)
     check_ckpt_every(ckpt_every)
+    require_script(train_command)
     spec_file = Path(spec_path)
     spec = load_spec(spec_file)
+    check_model_name(spec)
     config, iter_s, plan = start_config(spec_file, spec, plan_path, config_text, spec)
     check_faults(faults, len(rank_layout(config)), spec.iterations)
     out = Path(run_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_run_dir(out, report)
     policy = spot_policy_for(spec, config, plan)
-    every = ckpt_every or default_ckpt_every(spec, iter_s, policy)
+    every = ckpt_every or default_ckpt_every(spec, config, iter_s, policy)
     controller = Controller(spec, config, plan_remaining, make_log(out), policy=policy)
-    runner = LocalRunner(controller, train_command, out, faults, hang_timeout_s, every, report=report)
+    options = LocalOptions(hang_timeout_s, every)
+    state = LocalRunState.start(str(spec_file.resolve()), train_command, os.getcwd(), options, config)
+    runner = LocalRunner(controller, train_command, out, faults, hang_timeout_s, every, report=report, state=state)
+    return write_summary(runner.run(), out)
+
+
+def resume_local_job(run_dir: str | Path, state: LocalRunState, report: Reporter = no_report) -> RunOutcome:
+    """``srifty run --resume RUN_DIR`` of a run on this machine (``state``: its ``run.json``): end what is left of
+    its launch, log ``resume``, and continue from the last checkpoint on the configuration it ran on.
+
+    Raises:
+        SpecError: it already finished, or its controller is still running.
+    """
+    out = Path(run_dir).resolve()
+    if state.finished:
+        raise SpecError(f"the run in {out} already finished; start a new one (another --run-dir keeps both).")
+    pid = state.controller_pid
+    if pid and pid != os.getpid() and is_alive(pid) and "srifty" in describe(pid):
+        raise SpecError(f"the run in {out} is still controlled by {describe(pid)}; stop it before resuming.")
+    spec = load_spec(state.spec_path)
+    ended = [describe(p) for p in end_processes([p for p in pids_marked(state.mark) if is_alive(p)])]
+    config = state.config_in(load_catalog())
+    marker = read_latest(out / "checkpoints")
+    step = 0 if marker is None else int(marker["step"])
+    now = time.time() - state.started_unix
+    first = Decision(
+        now,
+        step,
+        "resume",
+        f"srifty run --resume: continuing from the checkpoint at iteration {step} (the run had reached iteration "
+        f"{state.iteration}); {len(ended)} leftover process(es) of its launch ended",
+        config.notation(),
+        {"ended": ended},
+    )
+    log = DecisionLog(out / "decisions.jsonl")
+    controller = Controller(spec, config, plan_remaining, log, first=first, policy=spot_policy_for(spec, config))
+    controller.resume_at(step, now, state.spent_usd)
+    options = state.options
+    runner = LocalRunner(
+        controller, state.train_command, out, (), options.hang_timeout_s, options.ckpt_every, report=report,
+        state=state.replace(checkpoint_step=step), elapsed_s=now, resumed_after=ended,
+    )  # fmt: skip
     return write_summary(runner.run(), out)

@@ -21,13 +21,13 @@ and ``--fault slow@ITER:HOST`` lowers a host's quota mid-run (:mod:`srifty.runti
 
 The run's state (:class:`~srifty.runtime.state.RunState`, ``run.json``) is rewritten atomically at every
 change; a runner constructed from a saved state continues that run (``srifty run --resume RUN_DIR`` after the
-controller was killed): it logs ``resume`` after the decisions already made and continues from the last
-checkpoint.
+controller was killed, or after Ctrl-C / SIGTERM, when the workers were first asked to checkpoint and stop: the
+endpoint answers their reports with ``stop``): it logs ``resume`` after the decisions already made and
+continues from the last checkpoint.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import time
@@ -46,7 +46,7 @@ from srifty.runtime.endpoint import ControllerEndpoint
 from srifty.runtime.faults import HostFault, Injector, inject_locally
 from srifty.runtime.hosts import Host, assign_hosts
 from srifty.runtime.launchers import Launcher
-from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report
+from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report, saved_timeline
 from srifty.runtime.state import RunState
 from srifty.runtime.torchrun import launch_env
 from srifty.spec import JobSpec
@@ -71,6 +71,8 @@ class ClusterRunner(Runner):
         resumed_after: to resume, the old launch's leftover processes that were ended (``None``: a new run).
         policy: the spot policy the controller asks on spot losses and progress checks (``None``: none).
     """
+
+    poll_s = 0.2
 
     def __init__(
         self,
@@ -102,9 +104,10 @@ class ClusterRunner(Runner):
         self.guard = ProcessGuard("run")
         self.token = secrets.token_hex(16)
         self._current: Launch | None = None
+        self._endpoint: ControllerEndpoint | None = None
         self.cpu_groups = QuotaGroups(self.guard.variable.removeprefix("SRIFTY_OWNER_"))
         if resumed_after is not None:
-            self.timeline = _old_timeline(run_dir)
+            self.timeline = saved_timeline(run_dir)
             self.event("resume", from_iteration=state.checkpoint_step or 0, ended=list(resumed_after))
 
     def alive_hosts(self) -> list[Host]:
@@ -161,12 +164,9 @@ class ClusterRunner(Runner):
         medians = launch.samples.medians()
         if medians:
             self.event("compute", median_s=medians)
-        for host in launch.hosts:
-            if host.address in self.lost and host not in reachable:
-                continue  # unreachable: its workers fence themselves when their lease runs out
-            why = self.launcher.end_remote(host, self.guard.variable, self.options.check_timeout_s)
-            if why:
-                self.warnings.append(f"could not end the processes on {host.address}: {why}")
+        # an unreachable host is skipped: its workers fence themselves when their lease runs out
+        skip = [a for a in self.lost if a not in {h.address for h in reachable}]
+        self.warnings += launch.end_remote(self.launcher, self.guard.variable, self.options.check_timeout_s, skip)
         self.cpu_groups.lift_all()  # a throttled process would take seconds to act on SIGTERM
         ended = self.guard.end()
         if ended:
@@ -185,14 +185,8 @@ class ClusterRunner(Runner):
             if not all(r in beats for r in launch.ranks_on(node)):
                 continue  # wait until its workers are up
             self.faults.remove(fault)
-            pids = launch.host_pids(node)
-            if fault.kind == "slow":
-                self.cpu_groups.cap(host.address, fault.cores)
-                self.cpu_groups.add(host.address, pids)
-                self.event("inject_slow", host=host.address, cpu=fault.cores)
-            else:  # a partition hits the workers only: a partitioned host's torchrun is alive
-                self.inject(fault.kind, host.address, launch.worker_pids(node) if fault.kind == "partition" else pids)
-                self.event(f"inject_{fault.kind}", host=host.address)
+            kind, details = launch.inject(node, fault, self.cpu_groups, self.inject)
+            self.event(kind, **details)
             self.report(f"injected {fault.describe()} on host {host.address} at iteration {self.controller.iteration}")
 
     def _skip(self, fault: HostFault, why: str) -> None:
@@ -202,15 +196,10 @@ class ClusterRunner(Runner):
     def _slow_hosts(self) -> list[tuple[str, str, str, str]]:
         """Hosts of the current launch whose workers' compute is slow next to the others' (the controller
         asks before a deadline or budget re-plan)."""
-        launch = self._current
-        if launch is None:
-            return []
-        slow = []
-        for straggler in launch.samples.stragglers():
-            host = next(h for h in launch.hosts if h.address == straggler.host)
-            slow.append((host.address, host.instance.name, host.market, f"{host.address}: {straggler.describe()}"))
+        slow = self._current.slow_hosts() if self._current is not None else []
+        for host, straggler in slow:
             self.event("slow_host", host=host.address, ratio=round(straggler.ratio, 2))
-        return slow
+        return [(h.address, h.instance.name, h.market, f"{h.address}: {s.describe()}") for h, s in slow]
 
     def _progress(self, endpoint: ControllerEndpoint) -> Decision | None:
         switch = None
@@ -271,11 +260,7 @@ class ClusterRunner(Runner):
                 return "lost", [(launch.hosts[n], why) for n in silent]
             beats = endpoint.beats()
             if len(beats) < len(launch.layout):
-                if self.now() - started_s > self.options.startup_timeout_s:
-                    raise SriftyError(
-                        f"the workers on {', '.join(launch.missing_hosts(beats))} did not start within "
-                        f"{self.options.startup_timeout_s:.0f} s; see their logs in {self.run_dir / 'hosts'}"
-                    )
+                launch.require_started(beats, self.now() - started_s, self.options.startup_timeout_s, self.run_dir)
                 continue
             if not up:
                 up, last_progress_s = True, self.now()
@@ -298,11 +283,29 @@ class ClusterRunner(Runner):
             self._progress(endpoint)
         return launch.lost_hosts(self.launcher, endpoint.beats(), self.options.heartbeat_timeout_s)
 
+    def launch_running(self) -> bool:
+        return self._current is not None and self._current.running()
+
+    def request_stop(self, how: str) -> None:
+        if self._endpoint is not None:
+            self._endpoint.request_stop()
+
+    def take_progress(self) -> None:
+        if self._endpoint is not None:
+            self._progress(self._endpoint)
+
+    def last_checkpoint(self) -> int:
+        heard = self._endpoint.checkpoint_step if self._endpoint is not None else None
+        return max(self.checkpoint_step or 0, heard or 0)
+
     def run(self) -> RunOutcome:
-        endpoint = ControllerEndpoint(self.options.endpoint_address, self.token)
+        endpoint = self._endpoint = ControllerEndpoint(self.options.endpoint_address, self.token)
         endpoint.set_checkpoint_step(self.checkpoint_step)
         try:
             return self._run(endpoint)
+        except (KeyboardInterrupt, SystemExit) as stop:
+            self.interrupted(stop)
+            raise
         finally:
             ended = self._end_launch(self._current) if self._current is not None else []
             endpoint.close()
@@ -392,14 +395,6 @@ def _resume_decision(log: DecisionLog, now_s: float, step: int, state: RunState,
         state.config,
         {"ended": list(ended)},
     )
-
-
-def _old_timeline(run_dir: Path) -> list[dict[str, object]]:
-    try:
-        old = json.loads((run_dir / "timeline.json").read_text())
-    except (OSError, ValueError):
-        return []
-    return old if isinstance(old, list) else []
 
 
 def end_leftovers(mark: str) -> list[int]:

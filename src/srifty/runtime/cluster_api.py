@@ -18,6 +18,7 @@ from srifty.runtime.api import (
     check_seconds,
     default_ckpt_every,
     plan_remaining,
+    prepare_run_dir,
     spot_policy_for,
     start_config,
     write_summary,
@@ -29,7 +30,7 @@ from srifty.runtime.hosts import Host, assign_hosts, inventory, load_hostfile, p
 from srifty.runtime.launchers import Launcher
 from srifty.runtime.progress import DEFAULT_WINDOW_S
 from srifty.runtime.runner import Reporter, RunOutcome, no_report
-from srifty.runtime.state import RUN_STATE_FILE, ClusterOptions, LauncherSetup, RunSetup, RunState
+from srifty.runtime.state import ClusterOptions, LauncherSetup, LocalRunState, RunSetup, RunState, load_run_state
 from srifty.spec import CandidateSpec, JobSpec, load_spec
 
 
@@ -114,6 +115,31 @@ def check_options(options: ClusterOptions) -> None:
         )
 
 
+def require_forwarded(names: Sequence[str], what: str, resuming: bool = False) -> None:
+    """Every variable to forward to the hosts must be set here: a name alone would reach no host, and the
+    training command would run without it (a run saves the names of forwarded variables, never their values).
+
+    Args:
+        what: who forwards them, for the message (``--forward-env``, or the run being resumed).
+
+    Raises:
+        SpecError: naming the variables that are not set and how to set them.
+    """
+    missing = [name for name in names if name not in os.environ]
+    if not missing:
+        return
+    listed = ", ".join(missing)
+    verb = "is" if len(missing) == 1 else "are"
+    again = (
+        "resume again (a run saves the names of forwarded variables, never their values)" if resuming else "start again"
+    )
+    them = "it" if len(missing) == 1 else "them"
+    raise SpecError(
+        f"{what} {listed} to every host, but {listed} {verb} not set in this shell, so the training command would "
+        f"run without {them}: set {them} (export {missing[0]}=...) and {again}."
+    )
+
+
 def run_cluster_job(
     spec_path: str | Path,
     train_command: Sequence[str],
@@ -149,6 +175,7 @@ def run_cluster_job(
     check_ckpt_every(ckpt_every)
     if ckpt_dir is not None:
         check_location(ckpt_dir)
+    require_forwarded(forward_env, "--forward-env passes")
     spec_file = Path(spec_path).resolve()
     spec = load_spec(spec_file)
     host_text = Path(hostfile).read_text(encoding="utf-8") if Path(hostfile).is_file() else None
@@ -160,15 +187,10 @@ def run_cluster_job(
     check_faults(faults, len(hosts), spec.iterations)
     check_cpu_quotas(hosts, faults, launcher)
     out = Path(run_dir).resolve()
-    if (out / RUN_STATE_FILE).exists():
-        raise SpecError(
-            f"{out} already holds a multi-host run (run.json); continue it with `srifty run --resume {out}`, or "
-            "give another --run-dir."
-        )
     check_reachable(hosts, launcher, 15.0)
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_run_dir(out, report)
     policy = spot_policy_for(host_spec, config)
-    every = ckpt_every or default_ckpt_every(spec, iter_s, policy)
+    every = ckpt_every or default_ckpt_every(spec, config, iter_s, policy)
     options = ClusterOptions(
         ckpt_dir=ckpt_dir or str(out / "checkpoints"), ckpt_every=every, heartbeat_timeout_s=heartbeat_timeout_s,
         hang_timeout_s=hang_timeout_s, lease_s=lease_s, window_s=window_s, endpoint_address=endpoint_address,
@@ -185,14 +207,14 @@ def run_cluster_job(
     return write_summary(runner.run(), out)
 
 
-def read_run_state(run_dir: str | Path) -> RunState:
-    """The state of a multi-host run (``RUN_DIR/run.json``).
+def read_run_state(run_dir: str | Path) -> RunState | LocalRunState:
+    """The state of a run (``RUN_DIR/run.json``): across hosts, or on this machine.
 
     Raises:
-        SpecError: there is none (not a ``srifty run --hosts`` folder).
+        SpecError: there is none (not the folder of a ``srifty run``).
         ArtifactError: it is damaged or of another schema version.
     """
-    return RunState.load(run_dir)
+    return load_run_state(run_dir)
 
 
 def _checkpoint_step(state: RunState, report: Reporter = no_report) -> int:
@@ -222,12 +244,13 @@ def resume_cluster_job(
         SpecError: no run there, its controller is still running, or it already finished.
     """
     out = Path(run_dir).resolve()
-    state = read_run_state(out)
+    state = RunState.load(out)
     if state.finished:
         raise SpecError(f"the run in {out} already finished; start a new one with another --run-dir.")
     pid = state.controller_pid
     if pid and pid != os.getpid() and is_alive(pid) and "srifty" in describe(pid):
         raise SpecError(f"the run in {out} is still controlled by {describe(pid)}; stop it before resuming.")
+    require_forwarded(state.setup.options.forward_env, f"the run in {out} forwarded", resuming=True)
     check_location(state.setup.ckpt_location())
     spec = load_spec(state.setup.spec_path)
     cloud, region = host_area(spec)

@@ -21,9 +21,10 @@ from srifty.errors import SriftyError
 from srifty.processes import ProcessGuard, descendants
 from srifty.runtime.cpu_quota import QuotaGroups
 from srifty.runtime.endpoint import Beat
+from srifty.runtime.faults import HostFault, Injector
 from srifty.runtime.hosts import Host
 from srifty.runtime.launchers import Launcher
-from srifty.runtime.stragglers import ComputeSamples
+from srifty.runtime.stragglers import ComputeSamples, Straggler
 from srifty.runtime.torchrun import (
     BROKEN_COLLECTIVE,
     FENCED_EXIT,
@@ -127,6 +128,26 @@ class Launch:
         """Each host's launch exit code (``None``: still running)."""
         return [p.poll() for p in self.procs]
 
+    def running(self) -> bool:
+        """Whether any host's launch is still running."""
+        return any(code is None for code in self.codes())
+
+    def end_remote(self, launcher: Launcher, mark: str, timeout_s: float, skip: Sequence[str]) -> list[str]:
+        """End the processes carrying ``mark`` on every host of the launch but those in ``skip`` (addresses);
+        returns why it could not on some."""
+        failures = []
+        for host in self.hosts:
+            if host.address not in skip:
+                why = launcher.end_remote(host, mark, timeout_s)
+                if why:
+                    failures.append(f"could not end the processes on {host.address}: {why}")
+        return failures
+
+    def slow_hosts(self) -> list[tuple[Host, Straggler]]:
+        """The hosts whose workers' compute is slow next to the others' (:mod:`srifty.runtime.stragglers`)."""
+        by_address = {h.address: h for h in self.hosts}
+        return [(by_address[s.host], s) for s in self.samples.stragglers()]
+
     def host_pids(self, node: int) -> list[int]:
         """This machine's processes of node ``node``'s launch (the shield and everything below it)."""
         proc = self.procs[node]
@@ -146,6 +167,20 @@ class Launch:
                 pids = set(self.host_pids(node))
                 holds.append((host.address, len(pids), len(pids & quotas.members(host.address))))
         return holds
+
+    def inject(
+        self, node: int, fault: HostFault, quotas: QuotaGroups, injector: Injector
+    ) -> tuple[str, dict[str, object]]:
+        """Inject ``fault`` on node ``node``: a slow fault lowers its CPU quota, the others go to ``injector`` (a
+        partition hits the workers only: a partitioned host's torchrun is alive). Returns the timeline event
+        (kind, details)."""
+        host, pids = self.hosts[node], self.host_pids(node)
+        if fault.kind == "slow":
+            quotas.cap(host.address, fault.cores)
+            quotas.add(host.address, pids)
+            return "inject_slow", {"host": host.address, "cpu": fault.cores}
+        injector(fault.kind, host.address, self.worker_pids(node) if fault.kind == "partition" else pids)
+        return f"inject_{fault.kind}", {"host": host.address}
 
     def ranks_on(self, node: int) -> list[int]:
         """The ranks node ``node`` runs."""
@@ -172,6 +207,18 @@ class Launch:
     def missing_hosts(self, beats: Mapping[int, Beat]) -> list[str]:
         """Addresses of the hosts with a rank that has not reported yet."""
         return sorted({self.hosts[n].address for r, n in enumerate(self.node_of_rank) if r not in beats})
+
+    def require_started(self, beats: Mapping[int, Beat], waited_s: float, timeout_s: float, run_dir: Path) -> None:
+        """Give up on a launch whose workers have not all reported after ``waited_s`` > ``timeout_s`` seconds.
+
+        Raises:
+            SriftyError: naming the hosts whose workers did not start, and where their logs are.
+        """
+        if waited_s > timeout_s:
+            raise SriftyError(
+                f"the workers on {', '.join(self.missing_hosts(beats))} did not start within {timeout_s:.0f} s; see "
+                f"their logs in {run_dir / 'hosts'}"
+            )
 
     def lost_hosts(self, launcher: Launcher, beats: Mapping[int, Beat], timeout_s: float) -> list[tuple[Host, str]]:
         """Which hosts a failed launch lost, and how that shows: a launch ended by a signal or a lost

@@ -172,6 +172,20 @@ class Controller:
         self._config_since_s = now_s
         self._next_check_s = now_s
 
+    def on_interrupt(self, now_s: float, how: str, checkpoint_step: int) -> Decision:
+        """The run was interrupted (``how``: Ctrl-C, SIGTERM): where it stopped, and where a resume starts."""
+        return self._emit(
+            Decision(
+                now_s,
+                self.iteration,
+                "interrupted",
+                f"interrupted by {how} at iteration {self.iteration} of {self.spec.iterations}; the last checkpoint "
+                f"is at iteration {checkpoint_step}, where `srifty run --resume` continues",
+                self.config.notation(),
+                {"signal": how, "checkpoint_step": checkpoint_step},
+            )
+        )
+
     def rollback_to(self, iteration: int, now_s: float) -> None:
         """Training restarts from the checkpoint at ``iteration`` (after a failure, at ``now_s``): the work
         since is undone and the throughput window starts again there."""

@@ -47,6 +47,7 @@ class ControllerEndpoint:
         self.token = token
         self._lock = threading.Lock()
         self._inbox = _Inbox()
+        self._stop = False
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -103,7 +104,11 @@ class ControllerEndpoint:
                     inbox.checkpoint_step = max(inbox.checkpoint_step or 0, event["step"])
                 elif event.get("kind") == "iteration" and isinstance(event.get("iteration"), int):
                     inbox.progress.append(event)
-        return {"current": True}
+        return {"current": True, "stop": True} if self._stop else {"current": True}
+
+    def request_stop(self) -> None:
+        """Ask the workers of the current launch to checkpoint and stop (the controller was interrupted)."""
+        self._stop = True
 
     def start_launch(self, launch: str) -> None:
         """Accept reports of ``launch`` only, from now on (earlier heartbeats and progress are dropped)."""

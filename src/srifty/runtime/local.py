@@ -13,6 +13,11 @@ a :class:`~srifty.processes.ProcessGuard` and ends the guard's processes (torchr
 they started) after every launch and on every way out of :meth:`LocalRunner.run`: success, an error,
 Ctrl-C, SIGTERM. Heartbeats and progress lines carry the launch's id (``SRIFTY_LAUNCH_ID``), so a
 leftover from another run in the same folder is never read, nor signalled.
+
+Interrupted (Ctrl-C, SIGTERM), the runner writes ``workers/stop.json`` (:data:`~srifty.checkpoints.STOP_REQUEST_FILE`)
+for the workers to checkpoint and stop (:meth:`~srifty.runtime.runner.Runner.interrupted`). With a
+:class:`~srifty.runtime.state.LocalRunState`, the runner keeps ``run.json`` up to date, and a runner built
+from a saved one continues that run (``srifty run --resume RUN_DIR``).
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from srifty.artifacts import atomic_write_text
+from srifty.checkpoints import STOP_REQUEST_FILE
 from srifty.errors import SriftyError
 from srifty.processes import ProcessGuard
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.faults import Fault
-from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report
+from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report, saved_timeline
+from srifty.runtime.state import LocalRunState
 from srifty.runtime.torchrun import (
     STARTUP_TIMEOUT_S,
     first_error_line,
@@ -66,6 +74,10 @@ class LocalRunner(Runner):
         max_launches: launches before the run gives up.
         clock: the run's clock (seconds; monotonic by default).
         report: receives one line per notable event (a fault that could not fire, processes ended).
+        state: what the run was started with, kept in ``run.json`` for ``--resume`` (``None``: no ``run.json``);
+            its ``cwd`` is where the training command runs.
+        elapsed_s: seconds the run had already run (a resumed run continues its time axis).
+        resumed_after: to resume, the old launch's leftover processes that were ended (``None``: a new run).
     """
 
     def __init__(
@@ -79,17 +91,29 @@ class LocalRunner(Runner):
         max_launches: int = 5,
         clock: Clock = time.monotonic,
         report: Reporter = no_report,
+        state: LocalRunState | None = None,
+        elapsed_s: float = 0.0,
+        resumed_after: Sequence[str] | None = None,
     ) -> None:
-        super().__init__(controller, run_dir, clock, report=report)
+        super().__init__(controller, run_dir, clock, clock() - elapsed_s, report)
         self.train_command = list(train_command)
         self.faults = list(faults)
         self.hang_timeout_s = hang_timeout_s
         self.ckpt_every = ckpt_every
         self.max_launches = max_launches
         self._log_offset = 0
+        self._offset = 0
+        self._switched: Decision | None = None  # a switch decided while the current launch runs
+        self._proc: subprocess.Popen[bytes] | None = None
         self.guard = ProcessGuard("run")
         self.launch_id = ""
-        self._switched: Decision | None = None  # a switch decided while the current launch runs
+        self.state = state
+        self.finished = False
+        self._launches_before = state.launches if state is not None else 0  # a resumed run's earlier launches
+        if resumed_after is not None:
+            self.timeline = saved_timeline(run_dir)
+            step = state.checkpoint_step if state is not None else 0
+            self.event("resume", from_iteration=step, ended=list(resumed_after))
 
     def _launch(self, config: Config) -> subprocess.Popen[bytes]:
         layout = rank_layout(config)
@@ -100,13 +124,13 @@ class LocalRunner(Runner):
             **launch_env(config, self.controller.spec.iterations, ckpt_dir, self.ckpt_every, self.launch_id),
             "SRIFTY_RUN_DIR": str(self.run_dir / "workers"),
         }
-        for stale in (self.run_dir / "workers").glob("rank*.json"):
-            stale.unlink()
+        for stale in [*(self.run_dir / "workers").glob("rank*.json"), self.run_dir / "workers" / STOP_REQUEST_FILE]:
+            stale.unlink(missing_ok=True)
         command = [
             sys.executable, "-m", "torch.distributed.run",
             "--nnodes=1", f"--nproc-per-node={len(layout)}",
             "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}", "--rdzv-id=srifty-local",
-            "--max-restarts=0", *torchrun_target(self.train_command),
+            "--max-restarts=0", f"--log-dir={self.run_dir / 'torchrun'}", *torchrun_target(self.train_command),
         ]  # fmt: skip
         spec = self.controller.spec
         first = {} if self.timeline else {"deadline_s": spec.deadline_s, "target_iterations": spec.iterations}
@@ -115,44 +139,19 @@ class LocalRunner(Runner):
         self._log_offset = log_size(log_path)
         self.launches += 1
         self.configs.append(config.notation())
+        cwd = self.state.cwd if self.state is not None else None
         with open(log_path, "ab") as log:  # the child keeps its own descriptor
-            return self.guard.popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def _this_launch(self, record: object) -> bool:
-        """Whether a heartbeat or progress record comes from the current launch (records of scripts that
-        write their own, without a launch id, are taken as current)."""
-        return isinstance(record, dict) and record.get("launch", self.launch_id) == self.launch_id
+            self._proc = self.guard.popen(
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd
+            )
+        self.save_state()
+        return self._proc
 
     def _heartbeats(self) -> dict[int, dict[str, object]]:
-        beats = {}
-        for path in (self.run_dir / "workers").glob("rank*.json"):
-            try:
-                record = json.loads(path.read_text())
-                rank = int(record["rank"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            if self._this_launch(record):
-                beats[rank] = record
-        return beats
+        return read_heartbeats(self.run_dir / "workers", self.launch_id)
 
     def _progress_lines(self, offset: int) -> tuple[list[dict[str, object]], int]:
-        path = self.run_dir / "workers" / "progress.jsonl"
-        if not path.exists():
-            return [], offset
-        with open(path, encoding="utf-8") as handle:
-            handle.seek(offset)
-            text = handle.read()
-        complete = text[: text.rfind("\n") + 1]
-        lines = []
-        for line in complete.splitlines():
-            try:
-                record = json.loads(line)
-                int(record["iteration"])
-            except (ValueError, KeyError, TypeError):
-                continue  # not a progress record (or a script's own stray output)
-            if self._this_launch(record):
-                lines.append(record)
-        return lines, offset + len(complete.encode("utf-8"))
+        return read_progress(self.run_dir / "workers" / "progress.jsonl", offset, self.launch_id)
 
     def _fire(self, fault: Fault, world_size: int) -> str:
         """Inject ``fault`` if its rank has a heartbeat in this launch. Returns ``"fired"``, ``"wait"`` (the
@@ -178,27 +177,42 @@ class LocalRunner(Runner):
         text = f"the {fault.kind} of rank {fault.rank} at iteration {fault.iteration} was not injected: {why}"
         self.warn(text, rank=fault.rank, detail=why)
 
-    def _hung_rank(self, beats: dict[int, dict[str, object]]) -> tuple[int, str]:
-        """Which rank hung: a stopped process if there is one, else the one with the oldest heartbeat."""
-        for rank, beat in sorted(beats.items()):
-            try:
-                state = Path(f"/proc/{beat['pid']}/stat").read_text().split(")")[-1].split()[0]
-            except OSError:
-                continue
-            if state in ("T", "t"):
-                return rank, f"rank {rank} (pid {beat['pid']}) is stopped"
-        rank = min(beats, key=lambda r: float(beats[r]["time"]))  # type: ignore[arg-type]
-        return rank, f"rank {rank} has the oldest heartbeat"
-
     def run(self) -> RunOutcome:
         try:
-            return self._run()
+            outcome = self._run()
+            self.finished = True
+            return outcome
+        except (KeyboardInterrupt, SystemExit) as stop:
+            self.interrupted(stop)
+            raise
         finally:
             ended = self.guard.end()
             if ended:
                 self.event("ended_processes", processes=ended)
                 self.report(f"ended {len(ended)} process(es) this run started: " + "; ".join(ended))
+            self.save_state()
             self.write_timeline()
+
+    def save_state(self) -> None:
+        if self.state is None:
+            return
+        c = self.controller
+        self.state = self.state.advance(
+            c.config, started_unix=time.time() - self.now(), controller_pid=os.getpid(), mark=self.guard.variable,
+            iteration=c.iteration, checkpoint_step=self.last_checkpoint(), spent_usd=c.cost_so_far_usd(self.now()),
+            launches=self._launches_before + self.launches, finished=self.finished,
+        )  # fmt: skip
+        self.state.save(self.run_dir)
+
+    def launch_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def request_stop(self, how: str) -> None:
+        request = {"launch": self.launch_id, "signal": how}
+        atomic_write_text(self.run_dir / "workers" / STOP_REQUEST_FILE, json.dumps(request))
+
+    def take_progress(self) -> None:
+        self._take_progress(timeline=False)
 
     def _end_launch(self) -> None:
         """End whatever is left of the current launch (workers torchrun did not stop)."""
@@ -206,12 +220,11 @@ class LocalRunner(Runner):
         if ended:
             self.event("ended_processes", processes=ended)
 
-    def _take_progress(self, offset: int, timeline: bool) -> tuple[int, bool]:
-        """Feed the controller the iterations the workers reported since ``offset`` (and add them to the
-        timeline if ``timeline``); returns where the next read starts and whether an iteration was new. A switch
-        the controller decides while the launch runs (a re-plan, the spot policy) is kept for :meth:`_watch` to
-        end the launch."""
-        lines, offset = self._progress_lines(offset)
+    def _take_progress(self, timeline: bool) -> bool:
+        """Feed the controller the iterations the workers reported since the last look (and add them to the
+        timeline if ``timeline``); returns whether an iteration was new. A switch the controller decides while
+        the launch runs (a re-plan, the spot policy) is kept for :meth:`_watch` to end the launch."""
+        lines, self._offset = self._progress_lines(self._offset)
         progressed = False
         for line in lines:
             iteration = int(line["iteration"])  # type: ignore[call-overload]
@@ -222,35 +235,34 @@ class LocalRunner(Runner):
                 if timeline:
                     self.iteration_event(iteration, line.get("loss"))
                 progressed = True
-        return offset, progressed
+        return progressed
 
     def _run(self) -> RunOutcome:
         config = self.controller.config
         (self.run_dir / "workers").mkdir(parents=True, exist_ok=True)
-        offset = 0
         while self.controller.iteration < self.controller.spec.iterations:
             if self.launches >= self.max_launches:
                 raise SriftyError(f"gave up after {self.launches} launches; see {self.run_dir / 'torchrun.log'}")
             proc = self._launch(config)
             layout = rank_layout(config)
-            failed_rank, offset = self._watch(proc, len(layout), offset)
+            failed_rank = self._watch(proc, len(layout))
             self._end_launch()
             proc.wait()
-            offset, _ = self._take_progress(offset, timeline=False)
+            self._take_progress(timeline=False)
             if proc.returncode == 0 and self.controller.iteration >= self.controller.spec.iterations:
                 break
             switched, self._switched = self._switched, None
             if switched is not None:  # the launch was ended for the new configuration: resume from the checkpoint
-                self.rollback(self._checkpoint_step())
+                self.rollback(self.last_checkpoint())
                 self.event(switched.action, reason=switched.reason, config=switched.config)
                 config = self.controller.config
                 continue
             if failed_rank is None:
                 failed_rank = self._worker_failure()
             if failed_rank is None:
-                failed_rank = self._hung_rank(self._heartbeats()) if self._heartbeats() else (0, "unknown")
+                failed_rank = hung_rank(self._heartbeats()) if self._heartbeats() else (0, "unknown")
             group = config.groups[layout[failed_rank[0]][0]]
-            self.rollback(self._checkpoint_step())
+            self.rollback(self.last_checkpoint())
             if "preempted" in failed_rank[1]:
                 decision = self.controller.on_preemption(group.instance.name, group.market, 1, self.now())
             else:
@@ -262,16 +274,15 @@ class LocalRunner(Runner):
         self.event("finished", config=config.notation())
         return self.outcome()
 
-    def _watch(self, proc: subprocess.Popen[bytes], world_size: int, offset: int) -> tuple[tuple[int, str] | None, int]:
+    def _watch(self, proc: subprocess.Popen[bytes], world_size: int) -> tuple[int, str] | None:
         """Watch a launch until torchrun exits, a worker hangs or the controller switches configurations;
-        returns the failed rank and why (``None``: not known yet) and where the progress file was read up to."""
+        returns the failed rank and why (``None``: not known yet)."""
         failed_rank: tuple[int, str] | None = None
         last_progress = self.now()
         started = False
         while proc.poll() is None:
             time.sleep(0.1)
-            offset, progressed = self._take_progress(offset, timeline=True)
-            if progressed:
+            if self._take_progress(timeline=True):
                 last_progress = self.now()
             if self._switched is not None:
                 break
@@ -292,10 +303,10 @@ class LocalRunner(Runner):
             if not started:
                 started, last_progress = True, self.now()
             if self.now() - last_progress > self.hang_timeout_s:
-                failed_rank = self._hung_rank(beats)
+                failed_rank = hung_rank(beats)
                 self.event("hang_detected", detail=failed_rank[1])
                 break
-        return failed_rank, offset
+        return failed_rank
 
     def _worker_failure(self) -> tuple[int, str] | None:
         """Why torchrun failed, from its error report in this launch's part of ``torchrun.log``.
@@ -321,10 +332,67 @@ class LocalRunner(Runner):
             f"preemption: {first_error_line(text)}. Fix the script (the full output is in {path})."
         )
 
-    def _checkpoint_step(self) -> int:
-        """The step of the last checkpoint (its ``latest`` marker; 0 for none): training restarts there."""
+    def last_checkpoint(self) -> int:
+        """The step of the last checkpoint (its ``latest`` marker; 0 for none or an unreadable one)."""
         marker = self.run_dir / "checkpoints" / "latest"
-        return int(json.loads(marker.read_text())["step"]) if marker.exists() else 0
+        try:
+            return int(json.loads(marker.read_text())["step"]) if marker.exists() else 0
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0
+
+
+def this_launch(record: object, launch_id: str) -> bool:
+    """Whether a heartbeat or progress record comes from launch ``launch_id`` (records of scripts that write
+    their own, without a launch id, are taken as current)."""
+    return isinstance(record, dict) and record.get("launch", launch_id) == launch_id
+
+
+def read_heartbeats(workers: Path, launch_id: str) -> dict[int, dict[str, object]]:
+    """The latest heartbeat of each rank of launch ``launch_id`` (``workers/rank*.json``), by rank."""
+    beats = {}
+    for path in workers.glob("rank*.json"):
+        try:
+            record = json.loads(path.read_text())
+            rank = int(record["rank"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if this_launch(record, launch_id):
+            beats[rank] = record
+    return beats
+
+
+def read_progress(path: Path, offset: int, launch_id: str) -> tuple[list[dict[str, object]], int]:
+    """The progress records of launch ``launch_id`` in ``path`` from byte ``offset`` on (complete lines only),
+    and where the next read starts."""
+    if not path.exists():
+        return [], offset
+    with open(path, encoding="utf-8") as handle:
+        handle.seek(offset)
+        text = handle.read()
+    complete = text[: text.rfind("\n") + 1]
+    lines = []
+    for line in complete.splitlines():
+        try:
+            record = json.loads(line)
+            int(record["iteration"])
+        except (ValueError, KeyError, TypeError):
+            continue  # not a progress record (or a script's own stray output)
+        if this_launch(record, launch_id):
+            lines.append(record)
+    return lines, offset + len(complete.encode("utf-8"))
+
+
+def hung_rank(beats: dict[int, dict[str, object]]) -> tuple[int, str]:
+    """Which rank hung: a stopped process if there is one, else the one with the oldest heartbeat."""
+    for rank, beat in sorted(beats.items()):
+        try:
+            state = Path(f"/proc/{beat['pid']}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if state in ("T", "t"):
+            return rank, f"rank {rank} (pid {beat['pid']}) is stopped"
+    rank = min(beats, key=lambda r: float(beats[r]["time"]))  # type: ignore[arg-type]
+    return rank, f"rank {rank} has the oldest heartbeat"
 
 
 def make_log(run_dir: Path) -> DecisionLog:

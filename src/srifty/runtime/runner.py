@@ -1,5 +1,6 @@
 """The one interface of ``srifty run``'s runners, and what they share: the run's clock, its timeline, its
-warnings and the rollback to the last checkpoint.
+warnings, the rollback to the last checkpoint, and what an interrupted run does (Ctrl-C, SIGTERM: ask the
+workers to checkpoint and stop, wait for them, log where the run stopped).
 
 :class:`~srifty.runtime.local.LocalRunner` (one torchrun over local processes) and
 :class:`~srifty.runtime.cluster.ClusterRunner` (one torchrun per host) implement :meth:`Runner.run`. Each
@@ -11,7 +12,10 @@ changes it only through the controller's methods.
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
+import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +27,8 @@ from srifty.runtime.controller import Controller
 Clock = Callable[[], float]
 #: Receives one line per notable event (a fault that could not fire, processes ended).
 Reporter = Callable[[str], None]
+#: Seconds an interrupted run waits for its workers to checkpoint and stop before ending them.
+STOP_GRACE_S = 30.0
 
 
 def no_report(_: str) -> None:
@@ -52,6 +58,9 @@ class Runner(abc.ABC):
         report: receives one line per notable event.
     """
 
+    #: How often an interrupted run looks at its launch while it waits for the workers to stop (s).
+    poll_s = 0.1
+
     def __init__(
         self,
         controller: Controller,
@@ -74,6 +83,47 @@ class Runner(abc.ABC):
     def run(self) -> RunOutcome:
         """Launch, watch, re-plan and relaunch until every iteration is done; on every way out (success, an
         error, Ctrl-C, SIGTERM turned into ``SystemExit``) every process this run started is ended first."""
+
+    @abc.abstractmethod
+    def save_state(self) -> None:
+        """Rewrite ``run.json`` (atomically) with where the run stands, for ``srifty run --resume``."""
+
+    @abc.abstractmethod
+    def launch_running(self) -> bool:
+        """Whether a process of the current launch is still running."""
+
+    @abc.abstractmethod
+    def request_stop(self, how: str) -> None:
+        """Ask the current launch's workers to checkpoint and stop (a script that checks
+        ``RunReporter.stop_requested`` does); ``how``: what interrupted the run."""
+
+    @abc.abstractmethod
+    def take_progress(self) -> None:
+        """Feed the controller the iterations the workers reported since the last look."""
+
+    @abc.abstractmethod
+    def last_checkpoint(self) -> int:
+        """The iteration of the last checkpoint (0: none), where a resume starts."""
+
+    def interrupted(self, stop: BaseException) -> None:
+        """Ctrl-C or a termination signal (``stop``): ask the current launch to checkpoint and stop, wait up to
+        :data:`STOP_GRACE_S` for it (a second Ctrl-C stops waiting), log an ``interrupted`` decision, save the
+        state and say where the run stopped and how to continue it."""
+        how = interruption_name(stop)
+        if self.launch_running():
+            self.request_stop(how)
+            deadline = self.clock() + STOP_GRACE_S
+            with contextlib.suppress(KeyboardInterrupt, SystemExit):
+                while self.launch_running() and self.clock() < deadline:
+                    time.sleep(self.poll_s)
+                    self.take_progress()
+        self.take_progress()
+        step = self.last_checkpoint()
+        self.controller.on_interrupt(self.now(), how, step)
+        self.event("interrupted", signal=how, checkpoint_step=step)
+        self.save_state()
+        total = self.controller.spec.iterations
+        self.report(stopped_text(how, self.controller.iteration, total, step, self.run_dir))
 
     def now(self) -> float:
         """Seconds since the run started, on the runner's clock."""
@@ -110,3 +160,34 @@ class Runner(abc.ABC):
         """What happened so far."""
         c = self.controller
         return RunOutcome(c.iteration, self.launches, self.configs, self.timeline, c.log.path, self.warnings)
+
+
+def interruption_name(stop: BaseException) -> str:
+    """``"Ctrl-C"``, or the signal a ``SystemExit`` of ``signals_as_exit`` stands for (``"SIGTERM"``)."""
+    if isinstance(stop, KeyboardInterrupt):
+        return "Ctrl-C"
+    code = stop.code if isinstance(stop, SystemExit) and isinstance(stop.code, int) else None
+    if code is not None and code > 128:
+        with contextlib.suppress(ValueError):
+            return signal.Signals(code - 128).name
+    return "an exit request"
+
+
+def stopped_text(how: str, iteration: int, total: int, checkpoint_step: int, run_dir: Path) -> str:
+    """Where an interrupted run stopped and how to continue it, for people."""
+    kept = (
+        f"the last checkpoint is at iteration {checkpoint_step}"
+        if checkpoint_step
+        else "no checkpoint was written yet, so a resume starts from the beginning"
+    )
+    resume = f"`srifty run --resume {run_dir}`"
+    return f"interrupted ({how}) at iteration {iteration} of {total}; {kept}: continue with {resume}"
+
+
+def saved_timeline(run_dir: Path) -> list[dict[str, object]]:
+    """The timeline an earlier controller of this run saved (``[]`` when there is none or it is unreadable)."""
+    try:
+        old = json.loads((run_dir / "timeline.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return old if isinstance(old, list) else []

@@ -1,5 +1,5 @@
-"""The state of a multi-host run (``RUN_DIR/run.json``) as one frozen, versioned value, and what a run is
-started with: its options and how its hosts are reached.
+"""The state of a run (``RUN_DIR/run.json``) as one frozen, versioned value, and what a run is started with:
+its options and how its hosts are reached.
 
 * :class:`ClusterOptions`: how a multi-host run is watched (seconds) and checkpointed;
 * :class:`LauncherSetup`: what ``srifty run --hosts`` was told about reaching the hosts, and the
@@ -8,7 +8,9 @@ started with: its options and how its hosts are reached.
   it never changes during the run;
 * :class:`RunState`: the setup and where the run stands (configuration, hosts alive, iteration, checkpoint,
   spending, the owner mark of its processes). The runner writes a new one at every change (atomically);
-  ``srifty run --resume`` reads the last one and hands it to the runner's constructor.
+  ``srifty run --resume`` reads the last one and hands it to the runner's constructor;
+* :class:`LocalRunState`: the same for a run on this machine (``"runner": "local"`` in ``run.json``: no
+  hosts, its options are :class:`LocalOptions`); :func:`load_run_state` reads either.
 
 The file is kind ``run-state``, schema :data:`RUN_STATE_VERSION`; a file of another version is refused by name.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -299,18 +301,159 @@ class RunState:
 
     @classmethod
     def load(cls, run_dir: str | Path) -> RunState:
-        """The state saved in ``RUN_DIR/run.json``.
+        """The state saved in ``RUN_DIR/run.json`` of a run across hosts.
 
         Raises:
-            SpecError: there is none (not a ``srifty run --hosts`` folder).
+            SpecError: there is none, or it is the state of a run on this machine.
             ArtifactError: it is damaged or of another schema version (named).
         """
-        path = Path(run_dir) / RUN_STATE_FILE
-        if not path.is_file():
+        state = load_run_state(run_dir)
+        if not isinstance(state, RunState):
             raise SpecError(
-                f"{run_dir} holds no multi-host run (no run.json); give the --run-dir of a `srifty run --hosts`."
+                f"{run_dir} holds a run on this machine, not across hosts; resume it with `srifty run --resume`."
             )
-        return cls.from_dict(read_json_artifact(path, RUN_STATE_KIND, RUN_STATE_VERSION), str(path))
+        return state
+
+
+@dataclass(frozen=True)
+class LocalOptions(_Record):
+    """How a run on this machine is watched (seconds) and checkpointed (iterations)."""
+
+    hang_timeout_s: float
+    ckpt_every: int
+
+
+@dataclass(frozen=True)
+class LocalRunState:
+    """Where a run on this machine stands (``run.json`` with ``"runner": "local"``); written at every launch and
+    on every way out, never edited.
+
+    Attributes:
+        spec_path: the job spec (absolute); ``train_command``, ``cwd`` (the folder it was started in, which its
+            relative paths are relative to) and ``options``: what the run was started with.
+        config: the configuration in the paper's notation, in ``cloud`` / ``region``, with ``markets`` (type →
+            market) and ``zone``.
+        controller_pid: srifty's process; ``mark``: the owner mark its processes carry.
+        checkpoint_step: the last checkpoint's iteration (0: none).
+    """
+
+    spec_path: str
+    train_command: tuple[str, ...]
+    cwd: str
+    options: LocalOptions
+    started_unix: float
+    config: str
+    cloud: str
+    region: str
+    markets: Mapping[str, str]
+    zone: str | None
+    controller_pid: int = 0
+    mark: str = ""
+    iteration: int = 0
+    checkpoint_step: int = 0
+    spent_usd: float = 0.0
+    launches: int = 0
+    finished: bool = False
+
+    @classmethod
+    def start(
+        cls, spec_path: str, train_command: Sequence[str], cwd: str, options: LocalOptions, config: Config
+    ) -> LocalRunState:
+        """The state of a run about to start on ``config`` (the runner fills in the rest)."""
+        notation, markets, zone = _config_fields(config)
+        return cls(
+            spec_path, tuple(train_command), cwd, options, 0.0, notation, config.cloud, config.region, markets, zone
+        )
+
+    def replace(self, **changes: Any) -> LocalRunState:
+        """A copy with ``changes``."""
+        return dataclasses.replace(self, **changes)
+
+    def advance(self, config: Config, **changes: Any) -> LocalRunState:
+        """A copy on ``config`` with the other ``changes``."""
+        notation, markets, zone = _config_fields(config)
+        return self.replace(
+            config=notation, cloud=config.cloud, region=config.region, markets=markets, zone=zone, **changes
+        )
+
+    def config_in(self, catalog: Catalog) -> Config:
+        """The configuration, read back."""
+        return parse_config(self.config, self.region, self.cloud, catalog, dict(self.markets), self.zone)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``run.json`` document (schema :data:`RUN_STATE_VERSION`)."""
+        return {
+            "spec_path": self.spec_path,
+            "train_command": list(self.train_command),
+            "cwd": self.cwd,
+            "options": self.options.to_dict(),
+            "runner": "local",
+            "started_unix": self.started_unix,
+            "controller_pid": self.controller_pid,
+            "mark": self.mark,
+            "config": self.config,
+            "cloud": self.cloud,
+            "region": self.region,
+            "markets": dict(self.markets),
+            "zone": self.zone,
+            "iteration": self.iteration,
+            "checkpoint_step": self.checkpoint_step,
+            "spent_usd": self.spent_usd,
+            "launches": self.launches,
+            "finished": self.finished,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], source: str = RUN_STATE_FILE) -> LocalRunState:
+        """Read a ``run.json`` document of a run on this machine.
+
+        Raises:
+            ArtifactError: a field is missing or of the wrong type, naming it and ``source``.
+        """
+        try:
+            return cls(
+                spec_path=str(doc["spec_path"]),
+                train_command=tuple(str(part) for part in doc["train_command"]),
+                cwd=str(doc["cwd"]),
+                options=LocalOptions(float(doc["options"]["hang_timeout_s"]), int(doc["options"]["ckpt_every"])),
+                started_unix=float(doc["started_unix"]),
+                config=str(doc["config"]),
+                cloud=str(doc["cloud"]),
+                region=str(doc["region"]),
+                markets={str(k): str(v) for k, v in doc["markets"].items()},
+                zone=doc.get("zone"),
+                controller_pid=int(doc.get("controller_pid") or 0),
+                mark=str(doc["mark"]),
+                iteration=int(doc.get("iteration") or 0),
+                checkpoint_step=int(doc.get("checkpoint_step") or 0),
+                spent_usd=float(doc.get("spent_usd") or 0.0),
+                launches=int(doc.get("launches") or 0),
+                finished=bool(doc.get("finished")),
+            )
+        except KeyError as missing:
+            raise ArtifactError(f"{source} has no field {missing}; it is damaged, so the run cannot resume.") from None
+        except (TypeError, ValueError, AttributeError) as err:
+            raise ArtifactError(f"{source} has a field of the wrong type ({err}); the run cannot resume.") from None
+
+    def save(self, run_dir: Path) -> None:
+        """Write ``RUN_DIR/run.json`` atomically."""
+        write_json_artifact(run_dir / RUN_STATE_FILE, RUN_STATE_KIND, RUN_STATE_VERSION, self.to_dict())
+
+
+def load_run_state(run_dir: str | Path) -> RunState | LocalRunState:
+    """The state saved in ``RUN_DIR/run.json``: a run across hosts, or one on this machine.
+
+    Raises:
+        SpecError: there is none (not the folder of a ``srifty run``).
+        ArtifactError: it is damaged or of another schema version (named).
+    """
+    path = Path(run_dir) / RUN_STATE_FILE
+    if not path.is_file():
+        raise SpecError(f"{run_dir} holds no run to resume (no run.json); give the --run-dir of a `srifty run`.")
+    doc = read_json_artifact(path, RUN_STATE_KIND, RUN_STATE_VERSION)
+    if doc.get("runner") == "local":
+        return LocalRunState.from_dict(doc, str(path))
+    return RunState.from_dict(doc, str(path))
 
 
 def _config_fields(config: Config) -> tuple[str, dict[str, str], str | None]:

@@ -1,21 +1,17 @@
 """What every ``srifty run`` launch has in common, whichever runner starts it: torchrun's command line and
-environment, the rank layout, the checkpoint interval, and what torchrun's output says about a failure.
+environment, the rank layout, and what torchrun's output says about a failure.
 
 Pure functions over configurations and text; nothing here starts a process.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from pathlib import Path
 
 from srifty.vocab import Config
 
-#: Mean time between preemptions (s) assumed for the checkpoint interval: spot interruption rates are not in
-#: the catalog.
-DEFAULT_MTBF_S = 3600.0
 #: Seconds every worker gets to start (import torch, join the rendezvous) before the run gives up.
 STARTUP_TIMEOUT_S = 300.0
 #: Identifies one launch in the workers' heartbeats and progress lines.
@@ -28,17 +24,6 @@ TORCHRUN_SHUTDOWN_S = 5
 FENCED_EXIT = 75
 #: What a worker's error says when a peer failed, not its own code.
 BROKEN_COLLECTIVE = re.compile(r"Connection (closed|reset) by peer|remote worker crash|gloo/transport", re.IGNORECASE)
-
-
-def checkpoint_interval_iters(checkpoint_s: float, iter_s: float, mtbf_s: float = DEFAULT_MTBF_S) -> int:
-    """Young's optimum ``sqrt(2·C·MTBF)`` between checkpoints, in iterations (at least 1).
-
-    ``C`` is the checkpoint/restore cost from the spec's overheads; ``MTBF`` the mean time between
-    preemptions (one hour by default, an assumption: spot interruption rates are not in the catalog).
-    """
-    if iter_s <= 0:
-        return 1
-    return max(1, int(math.sqrt(2.0 * max(checkpoint_s, 0.0) * mtbf_s) / iter_s))
 
 
 def rank_layout(config: Config) -> list[tuple[int, int]]:
@@ -95,8 +80,15 @@ def killed_worker(text: str) -> tuple[int, int] | None:
     return killed[0] if killed else None
 
 
+#: What a worker's own failure looks like when it raised nothing: the interpreter or the shell saying so.
+_STARTUP_FAILURE = re.compile(r"can't open file|No such file or directory|command not found|Permission denied")
+
+
 def first_error_line(text: str) -> str:
-    """The first ``SomeError: …`` line of a worker in torchrun's output (not torchrun's own)."""
+    """The script's own error, quoted from torchrun's output: its first ``SomeError: …`` line (not
+    torchrun's), else the interpreter's or the shell's complaint (``python: can't open file 'trian.py'``)."""
     pattern = re.compile(r"^(\[rank\d+\]:\s*)?[A-Za-z_.]*(Error|Exception): ")
-    errors = [line for line in text.splitlines() if pattern.match(line) and "torch.distributed.elastic" not in line]
+    lines = [line for line in text.splitlines() if "torch.distributed.elastic" not in line]
+    errors = [line for line in lines if pattern.match(line)]
+    errors = errors or [line for line in lines if _STARTUP_FAILURE.search(line)]
     return errors[0].strip() if errors else "no error line found"

@@ -46,6 +46,8 @@ class Courier:
         self._events: list[dict[str, Any]] = []
         self._wake = threading.Event()
         self._last_ok = time.monotonic()
+        #: The controller asked this launch to stop (it was interrupted): see ``RunReporter.stop_requested``.
+        self.stop = False
         self._thread = threading.Thread(target=self._loop, name="srifty-courier", daemon=True)
         self._thread.start()
 
@@ -87,6 +89,8 @@ class Courier:
             self._last_ok = time.monotonic()
             with self._lock:
                 del self._events[: len(events)]
+            if answer.get("stop"):
+                self.stop = True  # the controller was interrupted: the script may checkpoint and stop
             if answer.get("current") is False:
                 self._fence("the controller says this launch is over")
 

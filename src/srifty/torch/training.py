@@ -10,6 +10,10 @@
 * ``SRIFTY_CONTROLLER_URL`` (``srifty run --hosts``): heartbeats, progress and checkpoint notices go to the
   controller over HTTP instead of files (:mod:`srifty.torch.courier`; no shared filesystem assumed).
 
+When ``srifty run`` is interrupted (Ctrl-C, SIGTERM) it asks the workers to stop:
+:meth:`RunReporter.stop_requested` turns true on every rank at the same iteration, and a script that then
+saves a checkpoint and returns can be continued with ``srifty run --resume`` (``examples/train_tiny.py``).
+
 Checkpoints use ``torch.distributed.checkpoint`` (DCP), so a job resumes on a different world size.
 """
 
@@ -28,7 +32,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from srifty.artifacts import atomic_write_text
-from srifty.checkpoints import join, read_latest, write_latest
+from srifty.checkpoints import STOP_REQUEST_FILE, join, read_latest, write_latest
 from srifty.errors import SriftyError
 from srifty.torch.courier import courier
 
@@ -143,6 +147,29 @@ class RunReporter:
             with open(self.run_dir / "progress.jsonl", "a", encoding="utf-8") as handle:
                 handle.write(line)
                 handle.flush()
+
+    def stop_requested(self) -> bool:
+        """Whether ``srifty run`` asked the run to stop (its Ctrl-C or SIGTERM): a script that checks it after
+        each iteration can save a checkpoint and return, and ``srifty run --resume`` then continues from there.
+        Every rank gets the same answer (one ``all_reduce`` of a flag when several ranks run), so all ranks
+        checkpoint and stop at the same iteration."""
+        asked = self._asked_to_stop()
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            flag = torch.tensor([1 if asked else 0], dtype=torch.int32)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            return bool(flag.item())
+        return asked
+
+    def _asked_to_stop(self) -> bool:
+        if self.courier is not None:
+            return self.courier.stop
+        if self.run_dir is None:
+            return False
+        try:
+            record = json.loads((self.run_dir / STOP_REQUEST_FILE).read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(record, dict) and record.get("launch") == self.launch
 
 
 def save_checkpoint(
