@@ -159,10 +159,9 @@ RULES: dict[str, Rule] = {
 HOSTS = "127.0.0.2 g4dn.xlarge spot\n127.0.0.3 g4dn.xlarge spot\n"
 
 #: README job specs (by model) that srifty plans as infeasible, exit 2 naming the binding constraint: reported
-#: in the table, not failed. The inception_v3 spec (spot, deadline 600 s) has no configuration meeting its
-#: deadline at the default 90 % confidence since issue 23's spot model (start waits, losses); the README should
-#: get a spec that plans.
-KNOWN_INFEASIBLE = {"inception_v3": "infeasible as written since issue 23 (P(deadline) binds at 90 % confidence)"}
+#: in the table, not failed. None today: the inception_v3 spec (infeasible at 90 % confidence with spot VMs
+#: alone since issue 23's spot model) names on-demand p3.8xlarge too.
+KNOWN_INFEASIBLE: dict[str, str] = {}
 
 
 def known_infeasible(spec_path: Path) -> str:

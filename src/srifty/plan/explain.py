@@ -38,7 +38,7 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
     in_budget = [s for s in scored if "budget" not in s.violations]
     if deadline is not None and not on_time:
         likeliest = max(scored, key=lambda s: (round(s.p_meet_deadline or 0.0, 3), -s.time_s))
-        quota_hint = ", ".join(f"the {name} quota" for name in _at_quota(batch, likeliest))
+        quota_hint = ", ".join(f"the {name} quota" for name in dict.fromkeys(_at_quota(batch, likeliest)))
         raise_what = f"raise the deadline or {quota_hint}" if quota_hint else "raise the deadline"
         return Infeasibility(
             "deadline",
@@ -58,16 +58,37 @@ def explain(problems: PlanProblem | Sequence[PlanProblem], scored: Sequence[Scor
             f"the budget to at least {usd_text(_p95_value(likeliest, 'cost'))}, or lower `confidence`.",
             likeliest,
         )
-    # Some meet the deadline, some the budget, none both.
+    # Some meet the deadline, some the budget, none both (each judged on its probability when it has one).
     best_on_time = min(on_time, key=lambda s: s.cost_usd)
     best_in_budget = min(in_budget, key=lambda s: s.time_s)
     return Infeasibility(
         "deadline and budget",
         f"no configuration meets both: the cheapest one within the deadline ({best_on_time.config}) costs "
-        f"{usd_text(best_on_time.cost_usd)} > budget {usd_text(budget)}, and the fastest one within the budget "
-        f"({best_in_budget.config}) takes {best_in_budget.time_s:.0f} s > deadline {deadline:.0f} s; raise the "
-        f"budget to {usd_text(best_on_time.cost_usd)} or the deadline to {best_in_budget.time_s:.0f} s.",
+        f"{_over_budget(best_on_time, budget, level)}, and the fastest one within the budget "
+        f"({best_in_budget.config}) {_over_deadline(best_in_budget, deadline, level)}; raise the budget to "
+        f"{usd_text(_p95_value(best_on_time, 'cost'))} or the deadline to "
+        f"{_p95_value(best_in_budget, 'time'):.0f} s.",
         best_on_time,
+    )
+
+
+def _over_budget(s: Scored, budget: float | None, level: float) -> str:
+    """Why ``s`` breaks the budget: its expected cost above it, or its chance of staying within it too low."""
+    if s.risk is None or s.p_meet_budget is None or (budget is not None and s.cost_usd > budget):
+        return f"{usd_text(s.cost_usd)} > budget {usd_text(budget or 0.0)}"
+    return (
+        f"{usd_text(s.cost_usd)} expected, p95 {usd_text(s.risk.cost_p95_usd)}: within the budget of "
+        f"{usd_text(budget or 0.0)} with probability {_p_below(s.p_meet_budget, level)} < confidence {level:g}"
+    )
+
+
+def _over_deadline(s: Scored, deadline: float | None, level: float) -> str:
+    """Why ``s`` misses the deadline: its expected time beyond it, or its chance of meeting it too low."""
+    if s.risk is None or s.p_meet_deadline is None or (deadline is not None and s.time_s > deadline):
+        return f"takes {s.time_s:.0f} s > deadline {deadline or 0.0:.0f} s"
+    return (
+        f"takes {s.time_s:.0f} s expected, p95 {s.risk.time_p95_s:,.0f} s: by the deadline of {deadline or 0.0:.0f} s "
+        f"with probability {_p_below(s.p_meet_deadline, level)} < confidence {level:g}"
     )
 
 
