@@ -133,14 +133,30 @@ def wide_split(
     m = levels.lowest_level(weights, global_batch, floor)
     if m is None:
         return None
-    for level in range(m, min(m + MAX_EXTRA_LEVELS, levels.levels_ms.size)):
+    top = levels.levels_ms.size
+    for level in range(m, min(m + MAX_EXTRA_LEVELS, top)):
         caps = {i: int(levels.batches[i, level]) for i in used}
         parts = _greedy_shares(curves, counts, used, caps, global_batch) or _exact_shares(
             curves, counts, used, caps, global_batch
         )
         if parts is not None:
             return parts
-    return None
+
+    # Higher still: an exact division at a level stays possible at every level above it (caps only grow), so
+    # the lowest level that has one is found by bisection.
+    def exact_at(level: int) -> tuple[Part, ...] | None:
+        return _exact_shares(curves, counts, used, {i: int(levels.batches[i, level]) for i in used}, global_batch)
+
+    lo, hi = m + MAX_EXTRA_LEVELS, top - 1
+    if lo > hi or exact_at(hi) is None:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if exact_at(mid) is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    return exact_at(lo)
 
 
 def _as_parts(curves: Sequence[OfferCurve], counts: Sequence[int], shares: dict[int, int]) -> tuple[Part, ...]:
