@@ -260,3 +260,17 @@ def test_untuned_fit_learns_a_single_small_allocation() -> None:
     model = BandwidthModel(n_trials=0, n_jobs=1).fit(frame)
     assert model.metrics_["small"]["cv_mape"] is None  # one allocation: nothing to hold out
     assert model.metrics_["small"]["train_mape"] < 0.1 and model.metrics_["large"]["train_mape"] < 0.1
+
+
+def test_a_saved_model_with_a_quantile_missing_is_refused_by_name(fitted: BandwidthModel, tmp_path: Path) -> None:
+    # Found by tests/test_bad_input.py's fuzzing: one quantile deleted from a class made np.interp raise.
+    fitted.save(tmp_path / "net.json")
+    meta = tmp_path / "net.meta.json"
+    doc = json.loads(meta.read_text(encoding="utf-8"))
+    side = next(iter(doc["sides"].values()))
+    quantiles = side["residual_quantiles"]["quantiles"]
+    name = next(iter(quantiles))
+    quantiles[name] = quantiles[name][1:]
+    meta.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ArtifactError, match=f"class '{name}' has"):
+        BandwidthModel.load(tmp_path / "net.json")

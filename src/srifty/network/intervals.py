@@ -111,7 +111,14 @@ class ResidualQuantiles:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ResidualQuantiles:
-        """The quantiles recorded by :meth:`to_json`."""
+        """The quantiles recorded by :meth:`to_json`.
+
+        Raises:
+            ValueError: a class's quantiles are not one per recorded level.
+        """
+        for name, values in doc["quantiles"].items():
+            if len(values) != len(doc["levels"]):
+                raise ValueError(f"class '{name}' has {len(values)} quantiles for {len(doc['levels'])} levels")
         if tuple(doc["levels"]) != LEVELS:
             levels = np.asarray(doc["levels"], dtype=np.float64)
             quantiles = {k: tuple(np.interp(LEVELS, levels, v)) for k, v in doc["quantiles"].items()}
