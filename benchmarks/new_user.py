@@ -174,8 +174,10 @@ def _slowest_imports(env: dict[str, str], n: int = 8) -> list[tuple[str, float]]
     return sorted(totals.items(), key=lambda kv: -kv[1])[:n]
 
 
-def startup(label: str, runs: int) -> Path:
-    env = dict(os.environ)
+def startup(label: str, runs: int, source: str = "") -> Path:
+    # A user's Python caches bytecode; this sandbox sets PYTHONDONTWRITEBYTECODE, which would make every run
+    # compile whatever has no cached .pyc (about 0.6 s in a fresh checkout).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     _cold_plan_s(env)  # warm the page cache and .pyc files: a first run after a checkout compiles bytecode
     load = os.getloadavg()[0]
     measured = [_cold_plan_s(env) for _ in range(runs)]
@@ -188,6 +190,7 @@ def startup(label: str, runs: int) -> Path:
         "median_cpu_s": statistics.median(cpus),
         "load_average_1min": load,
         "imports": _slowest_imports(env),
+        "source": source or f"this checkout ({ROOT.name})",
     }
     path = RESULTS / f"startup_{label}.json"
     path.write_text(json.dumps(doc, indent=1))
@@ -198,6 +201,8 @@ def startup(label: str, runs: int) -> Path:
 def write_startup() -> None:
     before = json.loads((RESULTS / "startup_before.json").read_text())
     after = json.loads((RESULTS / "startup_after.json").read_text())
+    previous_path = RESULTS / "startup_previous.json"
+    previous = json.loads(previous_path.read_text()) if previous_path.is_file() else None
 
     def row(label: str, doc: dict[str, Any]) -> str:
         walls = ", ".join(f"{w:.2f}" for w in doc["wall_s"])
@@ -214,6 +219,7 @@ def write_startup() -> None:
         "(cumulative wall, one run with `-X importtime`) |",
         "|---|---|---|---|---|---|",
         row("before", before),
+        *([row("previous (pandas in the query path)", previous)] if previous else []),
         row("after", after),
         "",
         f"Ratio after / before: {after['median_s'] / before['median_s']:.2f} in wall time, "
@@ -221,19 +227,21 @@ def write_startup() -> None:
         "average, over 2 cores, is the 1-minute average when the runs began): wall time there is CPU time "
         "stretched by whatever else runs, so on an otherwise idle machine a cold plan takes about its CPU time.",
         "",
-        f"The goal is {'met' if after['median_cpu_s'] <= 1.0 else 'not met'} in CPU time "
-        f"({after['median_cpu_s']:.2f} s). What a cold plan no longer does: import XGBoost (its boosters are read "
-        "by srifty.network.trees with numpy), scikit-learn and scipy.stats with it, and scipy.special (the "
-        "simulator's normal quantile is the standard library's); count each configuration space once per "
-        "candidate shape. What it still imports is mostly pandas with pyarrow (about 0.5 s of CPU here), which "
-        "the bandwidth model's feature code (srifty.network.features, .model, .curves) uses for every query; "
-        "a prediction path without pandas would save about that, and is left for after issue "
-        "25's rework of those modules.",
+        f"The goal is {'met' if after['median_s'] <= 1.0 else 'not met'} in wall time ({after['median_s']:.2f} s "
+        f"at load {after['load_average_1min']:.1f}; {after['median_cpu_s']:.2f} s of CPU). What a cold plan no "
+        "longer does: import XGBoost (its boosters are read by srifty.network.trees with numpy), scikit-learn and "
+        "scipy with it (the simulator's normal quantile is the standard library's), or pandas and pyarrow: the "
+        "bandwidth model's prediction path and the simulator's queries read numpy columns "
+        "(srifty.vocab.Table); pandas is imported only to fit a model or read probe files. It counts each "
+        "configuration space once per candidate shape. What remains is the interpreter, numpy, pydantic, "
+        "Typer and Rich, reading the embedded boosters (about 0.2 s) and the search itself.",
         "",
-        "Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.new_user startup --label after` (before: the "
-        "same with `PYTHONPATH=<main checkout>/src` and `--label before`); `--write` writes this table.",
-        f"Before: {before.get('source', '')}; {before['machine']}. After: {after.get('source', '')}; "
-        f"{after['machine']}.",
+        "Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.new_user startup --label after` (before and "
+        "previous: the same with `PYTHONPATH=<an older checkout>/src` and `--label before` / `--label previous`); "
+        "`--write` writes this table. Runs without PYTHONDONTWRITEBYTECODE, as a user's Python caches bytecode.",
+        f"Before: {before.get('source', '')}; {before['machine']}."
+        + (f" Previous: {previous.get('source', '')}; {previous['machine']}." if previous else "")
+        + f" After: {after.get('source', '')}; {after['machine']}.",
     ]
     write_section("Cold start of srifty plan (issue 29)", "\n".join(lines))
 
@@ -241,12 +249,13 @@ def write_startup() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["min-time", "startup"])
-    parser.add_argument("--label", choices=["before", "after"], help="Measure and save under this label.")
+    parser.add_argument("--label", choices=["before", "previous", "after"], help="Measure and save under this label.")
     parser.add_argument("--write", action="store_true", help="Write the saved before/after to BENCHMARKS.md.")
     parser.add_argument("--runs", type=int, default=7, help="startup: cold runs to take the median of.")
+    parser.add_argument("--source", default="", help="startup: which code ran, e.g. 'main at c5f3bb9'.")
     args = parser.parse_args(argv)
     if args.label:
-        (min_time(args.label) if args.what == "min-time" else startup(args.label, args.runs))
+        (min_time(args.label) if args.what == "min-time" else startup(args.label, args.runs, args.source))
     if args.write:
         (write_min_time() if args.what == "min-time" else write_startup())
 

@@ -293,15 +293,21 @@ def kill_at_random(target: Target, kills: int, rng: random.Random, base: Path) -
     """Run ``target`` once to time it, then ``kills`` times killed with SIGKILL after a random delay."""
     mark = owner_variable(f"faults{uuid.uuid4().hex[:8]}")
     row = FaultRow(target.name, "SIGKILL at a random point")
-    folder = Path(tempfile.mkdtemp(dir=base))
-    target.prepare(folder)
+    template = Path(tempfile.mkdtemp(dir=base))
+    target.prepare(template)  # once: every run starts from a copy of the same files (a fit or a save each)
+
+    def fresh_folder() -> Path:
+        folder = Path(tempfile.mkdtemp(dir=base))
+        shutil.copytree(template, folder, dirs_exist_ok=True)
+        return folder
+
+    folder = fresh_folder()
     started = time.monotonic()
     subprocess.run(target.argv, cwd=folder, env=_env(mark), capture_output=True, check=True)
     duration = time.monotonic() - started
     shutil.rmtree(folder)
     for _ in range(kills):
-        folder = Path(tempfile.mkdtemp(dir=base))
-        target.prepare(folder)
+        folder = fresh_folder()
         proc = subprocess.Popen(
             target.argv, cwd=folder, env=_env(mark), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -313,6 +319,7 @@ def kill_at_random(target: Target, kills: int, rng: random.Random, base: Path) -
         setattr(row, outcome, getattr(row, outcome) + 1)
         row.leftovers += _leftovers(mark, settle_s=2.0)
         shutil.rmtree(folder)
+    shutil.rmtree(template)
     return row
 
 

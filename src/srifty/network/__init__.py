@@ -7,7 +7,7 @@ Importing this package is cheap: torch is imported only inside the probe, xgboos
 model is fitted or loaded.
 """
 
-from srifty.network.dataset import append_probes, as_frame, file_fingerprint, read_probes, validate_frame
+from srifty.network.dataset import append_probes, file_fingerprint, read_probes, validate_frame
 from srifty.network.default import (
     COLLECTIVE_PROBES_FILE,
     COLLECTIVES_MODEL_FILE,
@@ -46,7 +46,6 @@ __all__ = [
     "ProbeTimeoutError",
     "TestbedError",
     "append_probes",
-    "as_frame",
     "busbw_cap_bytes_per_s",
     "default_probes_path",
     "file_fingerprint",

@@ -20,15 +20,15 @@ only how the default ships.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
-from srifty.network.dataset import as_frame
+from srifty.network.errors import NetModelError
 from srifty.network.model import BandwidthModel
+from srifty.vocab import Table, as_table
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -51,26 +51,24 @@ class ByCollective:
         """Whether the allreduce model learned single multi-GPU VMs (see :mod:`srifty.sim.netquery`)."""
         return bool(self.allreduce.predicts_intra_node)
 
-    def _others_mask(self, data: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    def _others_mask(self, data: Table) -> npt.NDArray[np.bool_]:
         """Rows of another collective whose configuration the second model probed."""
-        if "collective" not in data.columns:
+        if "collective" not in data:
             return np.zeros(len(data), dtype=bool)
-        other = (data["collective"].astype("string").fillna("allreduce") != "allreduce").to_numpy(dtype=bool)
+        other = np.array([value not in (None, "allreduce") for value in data.text("collective")], dtype=bool)
         if other.any():
-            other[other] = self.others.probed(data.loc[other].reset_index(drop=True))
+            other[other] = self.others.probed(data.take(other))
         return other
 
-    def _split(
-        self, frame: pd.DataFrame | Mapping[str, Any], ask: Callable[[BandwidthModel, pd.DataFrame], Any]
-    ) -> Any:
-        data = as_frame(frame).reset_index(drop=True)
+    def _split(self, frame: Any, ask: Callable[[BandwidthModel, Table], Any]) -> Any:
+        data = as_table(frame, NetModelError)
         mask = self._others_mask(data)
         if not mask.any():
             return ask(self.allreduce, data)
         if mask.all():
             return ask(self.others, data)
-        first = ask(self.allreduce, data.loc[~mask].reset_index(drop=True))
-        second = ask(self.others, data.loc[mask].reset_index(drop=True))
+        first = ask(self.allreduce, data.take(~mask))
+        second = ask(self.others, data.take(mask))
         if isinstance(first, list):
             merged: list[Any] = [None] * len(data)
             for index, value in zip(np.flatnonzero(~mask), first, strict=True):
@@ -85,25 +83,23 @@ class ByCollective:
         out[mask] = second_array
         return out.astype(str) if text else out
 
-    def predict_busbw_bytes_per_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
+    def predict_busbw_bytes_per_s(self, frame: Any) -> FloatArray:
         """Bus bandwidth (bytes/s) of each row's collective."""
         return np.asarray(self._split(frame, lambda m, d: m.predict_busbw_bytes_per_s(d)), dtype=np.float64)
 
-    def residual_quantiles(self, frame: pd.DataFrame | Mapping[str, Any], levels: npt.ArrayLike) -> FloatArray:
+    def residual_quantiles(self, frame: Any, levels: npt.ArrayLike) -> FloatArray:
         """Quantiles of ``log(measured / predicted)`` busbw per row (see :meth:`BandwidthModel.residual_quantiles`)."""
         return np.asarray(self._split(frame, lambda m, d: m.residual_quantiles(d, levels)), dtype=np.float64)
 
-    def familiarity(self, frame: pd.DataFrame | Mapping[str, Any]) -> npt.NDArray[np.str_]:
+    def familiarity(self, frame: Any) -> npt.NDArray[np.str_]:
         """``"probed"`` or ``"unprobed"`` per row, by the model that answers it."""
         return np.asarray(self._split(frame, lambda m, d: m.familiarity(d)), dtype=str)
 
-    def explain(self, frame: pd.DataFrame | Mapping[str, Any]) -> list[str]:
+    def explain(self, frame: Any) -> list[str]:
         """Where each row's answer comes from (see :meth:`BandwidthModel.explain`)."""
         return list(self._split(frame, lambda m, d: m.explain(d)))
 
-    def predict_busbw_interval(
-        self, frame: pd.DataFrame | Mapping[str, Any], coverage: float = 0.8
-    ) -> tuple[FloatArray, FloatArray]:
+    def predict_busbw_interval(self, frame: Any, coverage: float = 0.8) -> tuple[FloatArray, FloatArray]:
         """``(low, high)`` bus bandwidth of each row (see :meth:`BandwidthModel.predict_busbw_interval`)."""
         both = self._split(frame, lambda m, d: np.column_stack(m.predict_busbw_interval(d, coverage)))
         return np.asarray(both[:, 0], dtype=np.float64), np.asarray(both[:, 1], dtype=np.float64)

@@ -21,35 +21,36 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
-from srifty.network.features import FeatureEncoder, is_intra_node
+from srifty.network.features import FeatureEncoder, Frame, is_intra_node
+from srifty.vocab import as_table
 
 FloatArray = npt.NDArray[np.float64]
 #: Key of a row whose instance type is not known.
 UNKNOWN = "?"
 
 
-def configuration_keys(frame: pd.DataFrame, encoder: FeatureEncoder) -> npt.NDArray[np.str_]:
+def configuration_keys(frame: Frame, encoder: FeatureEncoder) -> npt.NDArray[np.str_]:
     """``"instance type|backend|intra"`` (or ``|net``) per row; the backend filled as the encoder fills it. A
     model that learned several collectives (``collective`` among its categorical features) keys each one
     apart: ``"…|net|all_gather"``."""
-    n = len(frame)
-    instance = (
-        frame["instance_type"].astype("string").fillna(UNKNOWN).to_numpy(dtype=str)
-        if "instance_type" in frame.columns
-        else np.full(n, UNKNOWN)
-    )
+    table = as_table(frame)
+    n = len(table)
+
+    def filled(values: npt.NDArray[np.object_], fill: str) -> npt.NDArray[np.str_]:
+        return np.array([fill if value is None else value for value in values], dtype=str).reshape(n)
+
+    instance = filled(table.text("instance_type"), UNKNOWN) if "instance_type" in table else np.full(n, UNKNOWN)
     if "backend" in encoder.categorical:
-        backend = encoder.categorical_values(frame, "backend").fillna(UNKNOWN).to_numpy(dtype=str)
-    elif "backend" in frame.columns:
-        backend = frame["backend"].astype("string").fillna(UNKNOWN).to_numpy(dtype=str)
+        backend = filled(encoder.categorical_values(table, "backend"), UNKNOWN)
+    elif "backend" in table:
+        backend = filled(table.text("backend"), UNKNOWN)
     else:
         backend = np.full(n, UNKNOWN)
-    traffic = np.where(is_intra_node(frame), "intra", "net")
+    traffic = np.where(is_intra_node(table), "intra", "net")
     keys = np.char.add(np.char.add(np.char.add(instance, "|"), np.char.add(backend, "|")), traffic)
     if "collective" in encoder.categorical:
-        collective = encoder.categorical_values(frame, "collective").fillna("allreduce").to_numpy(dtype=str)
+        collective = filled(encoder.categorical_values(table, "collective"), "allreduce")
         keys = np.char.add(np.char.add(keys, "|"), collective)
     return keys
 

@@ -13,10 +13,9 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from srifty.artifacts import atomic_write_bytes
 from srifty.errors import ArtifactError
@@ -26,10 +25,16 @@ from srifty.vocab import (
     PROBE_KIND,
     PROBE_SCHEMA_VERSION,
     REQUIRED_FIT_COLUMNS,
+    as_table,
     probe_frame,
     with_defaults,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: What :func:`validate_frame` reads: a DataFrame, a Table or a mapping of column names to arrays.
+Frame = Any
 _META_KEY = b"srifty"
 
 
@@ -49,6 +54,8 @@ def _to_parquet_bytes(frame: pd.DataFrame) -> bytes:
 def _read_one(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise ArtifactError(f"probe file '{path}' does not exist. Check the path, or run `srifty probe`.")
+    import pandas as pd
+
     if path.suffix == ".csv":
         try:
             return with_defaults(pd.read_csv(path))
@@ -86,6 +93,8 @@ def read_probes(paths: Path | str | Sequence[Path | str]) -> pd.DataFrame:
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     if not items:
         raise ArtifactError("no probe files given; pass at least one .parquet or .csv file.")
+    import pandas as pd
+
     frames = [_read_one(Path(p)) for p in items]
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
@@ -111,6 +120,8 @@ def append_probes(path: Path | str, rows: pd.DataFrame | Iterable[Mapping[str, A
     Raises:
         ArtifactError: ``path`` is not a ``.parquet`` file, or the existing file is not a probe set.
     """
+    import pandas as pd
+
     target = Path(path)
     if target.suffix != ".parquet":
         raise ArtifactError(f"probe sets are written as Parquet; name the file *.parquet, not '{target}'.")
@@ -128,45 +139,33 @@ def append_probes(path: Path | str, rows: pd.DataFrame | Iterable[Mapping[str, A
     return len(new)
 
 
-def as_frame(frame: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
-    """``frame`` itself, or a mapping of column names to arrays (or scalars) as a DataFrame.
-
-    Raises:
-        NetModelError: the columns have different lengths.
-    """
-    if isinstance(frame, pd.DataFrame):
-        return frame
-    try:
-        return pd.DataFrame({k: np.atleast_1d(np.asarray(v)) for k, v in frame.items()})
-    except ValueError as err:
-        raise NetModelError(f"the columns given have different lengths ({err}).") from None
-
-
-def validate_frame(frame: pd.DataFrame, *, need_label: bool, need_time: bool = False) -> None:
-    """Check the columns a bandwidth model needs: present, numeric, finite, in range.
+def validate_frame(frame: Frame, *, need_label: bool, need_time: bool = False) -> None:
+    """Check the columns a bandwidth model needs: present, numeric, finite, in range. ``frame`` is a DataFrame,
+    a :class:`~srifty.network.table.Table` or a mapping of column names to arrays.
 
     Raises:
         NetModelError: naming the column, the problem and how many rows have it.
     """
+    table = as_table(frame, NetModelError)
     needed = REQUIRED_FIT_COLUMNS if need_label else REQUIRED_FIT_COLUMNS[:2]
-    missing = [c for c in needed if c not in frame.columns]
+    missing = [c for c in needed if c not in table]
     if missing:
         raise NetModelError(
             f"the frame lacks the column(s) {', '.join(missing)}; a bandwidth model needs "
             f"{', '.join(needed)} (probe files from `srifty probe` have them)."
         )
-    if not len(frame):
+    if not len(table):
         raise NetModelError("the frame has no rows; pass at least one probe row.")
     checks = {"size_bytes": (1.0, "a positive number of bytes"), "world_size": (1.0, "at least 1 rank")}
     if need_label:
         checks["busbw_bytes_per_s"] = (np.nextafter(0.0, 1.0), "a positive bandwidth in bytes/s")
-    if need_time and "timestamp_s" in frame.columns:  # probe age weighs rows when a half-life is set
+    if need_time and "timestamp_s" in table:  # probe age weighs rows when a half-life is set
         checks["timestamp_s"] = (-np.inf, "a time in seconds since the epoch")
     for column, (low, meaning) in checks.items():
-        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+        values = table.numeric(column)
         bad = ~np.isfinite(values) | (values < low)
         if bad.any():
-            example = frame[column].to_numpy()[np.flatnonzero(bad)[0]]
+            example = table.raw(column)[np.flatnonzero(bad)[0]]
             raise NetModelError(
                 f"column {column} must be {meaning}; {int(bad.sum())} row(s) are not "
                 f"(for example {example!r}). Drop or fix those rows."

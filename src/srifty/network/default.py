@@ -16,13 +16,15 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from srifty.errors import ArtifactError
 from srifty.network.bycollective import ByCollective
 from srifty.network.dataset import read_probes
 from srifty.network.model import BandwidthModel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_PROBES_FILE = "testbed-probes.parquet"
 #: All-gather and reduce-scatter probes on the same testbed (the collectives sharded data parallelism runs).
@@ -60,6 +62,8 @@ def load_default_probes() -> pd.DataFrame:
 def load_default_training_set() -> pd.DataFrame:
     """Every row the default model is fitted on: the testbed probes, then the public tables marked
     ``train`` (with their extra columns; NaN for the testbed rows)."""
+    import pandas as pd
+
     from srifty.network.public import load_public_probes
 
     return pd.concat([load_default_probes(), load_public_probes()], ignore_index=True)
@@ -73,6 +77,8 @@ def load_collective_probes() -> pd.DataFrame:
 def load_collectives_training_set() -> pd.DataFrame:
     """Every row the model of all collectives is fitted on: :func:`load_default_training_set` and
     :func:`load_collective_probes`."""
+    import pandas as pd
+
     return pd.concat([load_default_training_set(), load_collective_probes()], ignore_index=True)
 
 

@@ -21,13 +21,20 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from srifty.units import gbps_to_bytes_per_s
+from srifty.vocab import Table, as_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: What the feature functions read: a pandas DataFrame, a :class:`~srifty.network.table.Table`, or a mapping of
+#: column names to arrays.
+Frame = Any
 
 #: Numeric features that carry physics: message size, ranks, nodes, GPUs per node, concurrent transfers
 #: and the rating of the link the transfer crosses (derived, see :func:`link_gbps`).
@@ -58,21 +65,22 @@ MONOTONE_SIGNS: Mapping[str, int] = {"world_size": -1, "n_nodes": -1, "n_concurr
 FloatArray = npt.NDArray[np.float64]
 
 
-def n_nodes_of(frame: pd.DataFrame) -> FloatArray:
+def n_nodes_of(frame: Frame) -> FloatArray:
     """``n_nodes`` from the frame, or ``ceil(world_size / gpus_per_node)`` (1 GPU per node if unknown)."""
-    if "n_nodes" in frame.columns:
-        values = pd.to_numeric(frame["n_nodes"], errors="coerce").to_numpy(dtype=np.float64)
+    table = as_table(frame)
+    if "n_nodes" in table:
+        values = table.numeric("n_nodes")
         if np.isfinite(values).all():
             return values
-    world = frame["world_size"].to_numpy(dtype=np.float64)
-    gpus = _column(frame, "gpus_per_node", 1.0)
+    world = table.numeric("world_size")
+    gpus = _column(table, "gpus_per_node", 1.0)
     return np.ceil(world / np.where(np.isfinite(gpus) & (gpus >= 1), gpus, 1.0))
 
 
-def _column(frame: pd.DataFrame, name: str, fill: float) -> FloatArray:
-    if name not in frame.columns:
-        return np.full(len(frame), fill, dtype=np.float64)
-    values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
+def _column(table: Table, name: str, fill: float) -> FloatArray:
+    if name not in table:
+        return np.full(len(table), fill, dtype=np.float64)
+    values = table.numeric(name)
     return np.where(np.isfinite(values), values, fill)
 
 
@@ -106,45 +114,50 @@ def intra_node_link_gbps_of_gpu(gpu: str) -> float:
     return links.get(base, float("nan"))
 
 
-def intra_node_link_gbps(frame: pd.DataFrame) -> FloatArray:
+def intra_node_link_gbps(frame: Frame) -> FloatArray:
     """Per row: ``intra_node_link_gbps`` where the frame has it, else the datasheet link of its ``gpu``."""
-    given = _column(frame, "intra_node_link_gbps", np.nan)
-    if "gpu" not in frame.columns or np.isfinite(given).all():
+    table = as_table(frame)
+    given = _column(table, "intra_node_link_gbps", np.nan)
+    if "gpu" not in table or np.isfinite(given).all():
         return given
-    names = frame["gpu"].astype("string").fillna("")
-    looked_up = names.map({n: intra_node_link_gbps_of_gpu(n) for n in names.unique()}).to_numpy(dtype=np.float64)
+    names = [name or "" for name in table.text("gpu")]
+    by_name = {name: intra_node_link_gbps_of_gpu(name) for name in set(names)}
+    looked_up = np.array([by_name[name] for name in names], dtype=np.float64)
     return np.where(np.isfinite(given), given, looked_up)
 
 
-def is_intra_node(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
+def is_intra_node(frame: Frame) -> npt.NDArray[np.bool_]:
     """Rows whose ranks all sit in one VM with several GPUs: their traffic never touches the network."""
-    gpus = _column(frame, "gpus_per_node", 1.0)
-    return (n_nodes_of(frame) <= 1) & (gpus > 1)
+    table = as_table(frame)
+    gpus = _column(table, "gpus_per_node", 1.0)
+    return (n_nodes_of(table) <= 1) & (gpus > 1)
 
 
-def link_gbps(frame: pd.DataFrame) -> FloatArray:
+def link_gbps(frame: Frame) -> FloatArray:
     """The rating (Gbps) of the link that bounds each row's transfer: the intra-node link for one
     multi-GPU VM, the provider's network rating otherwise; NaN where not known."""
-    rated = _column(frame, "rated_network_gbps", np.nan)
+    table = as_table(frame)
+    rated = _column(table, "rated_network_gbps", np.nan)
     rated = np.where(rated > 0, rated, np.nan)
-    intra = is_intra_node(frame)
+    intra = is_intra_node(table)
     if not intra.any():
         return rated
-    return np.where(intra, intra_node_link_gbps(frame), rated)
+    return np.where(intra, intra_node_link_gbps(table), rated)
 
 
-def hierarchy_factor(frame: pd.DataFrame) -> FloatArray:
+def hierarchy_factor(frame: Frame) -> FloatArray:
     """How far ``busbw`` may exceed each VM's network link: ``((n−1)/n) / ((N−1)/N)`` over ``N ≥ 2`` VMs
     of several GPUs each (1 with one GPU per VM), since a hierarchical allreduce moves only
     ``2·(N−1)/N`` bytes per byte over each VM's link against the ``2·(n−1)/n`` busbw is normalised by.
     ``inf`` for one VM."""
-    n = frame["world_size"].to_numpy(dtype=np.float64)
-    nodes = n_nodes_of(frame)
+    table = as_table(frame)
+    n = table.numeric("world_size")
+    nodes = n_nodes_of(table)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(nodes >= 2, ((n - 1.0) / n) / ((nodes - 1.0) / nodes), np.inf)
 
 
-def busbw_cap_bytes_per_s(frame: pd.DataFrame) -> FloatArray:
+def busbw_cap_bytes_per_s(frame: Frame) -> FloatArray:
     """The highest bus bandwidth (bytes/s) each row's *network* allows; ``inf`` where it is not known.
 
     With one GPU per node every rank's ring traffic crosses its VM's network link, so ``busbw`` is at
@@ -157,21 +170,24 @@ def busbw_cap_bytes_per_s(frame: pd.DataFrame) -> FloatArray:
 
     Rows without ``rated_network_gbps`` (missing or NaN) are not capped.
     """
-    rated = _column(frame, "rated_network_gbps", np.nan)
-    cap = gbps_to_bytes_per_s(1.0) * rated * hierarchy_factor(frame)
+    table = as_table(frame)
+    rated = _column(table, "rated_network_gbps", np.nan)
+    cap = gbps_to_bytes_per_s(1.0) * rated * hierarchy_factor(table)
     return np.where(np.isfinite(rated) & (rated > 0), cap, np.inf)
 
 
-def link_scale_bytes_per_s(frame: pd.DataFrame) -> FloatArray:
+def link_scale_bytes_per_s(frame: Frame) -> FloatArray:
     """What the model's label is a fraction of: the network cap (:func:`busbw_cap_bytes_per_s`) between
     VMs, the intra-node link (per direction) within one multi-GPU VM; NaN where not known."""
-    cap = busbw_cap_bytes_per_s(frame)
-    intra = gbps_to_bytes_per_s(1.0) * intra_node_link_gbps(frame) if is_intra_node(frame).any() else cap
-    scale = np.where(is_intra_node(frame), intra, cap)
+    table = as_table(frame)
+    cap = busbw_cap_bytes_per_s(table)
+    inside = is_intra_node(table)
+    intra = gbps_to_bytes_per_s(1.0) * intra_node_link_gbps(table) if inside.any() else cap
+    scale = np.where(inside, intra, cap)
     return np.where(np.isfinite(scale) & (scale > 0), scale, np.nan)
 
 
-def derived_column(frame: pd.DataFrame, name: str) -> FloatArray | None:
+def derived_column(frame: Frame, name: str) -> FloatArray | None:
     """The values of a derived feature (:data:`DERIVED_FEATURES`), or ``None`` for a plain column."""
     if name == "n_nodes":
         return n_nodes_of(frame)
@@ -213,35 +229,33 @@ class FeatureEncoder:
         """The XGBoost ``monotone_constraints`` string for these features."""
         return "(" + ",".join(str(MONOTONE_SIGNS.get(n, 0)) for n in self.names) + ")"
 
-    def categorical_values(self, frame: pd.DataFrame, name: str) -> pd.Series:
-        """The values of categorical feature ``name``, missing ones filled (see :attr:`category_fill`)."""
+    def categorical_values(self, frame: Frame, name: str) -> npt.NDArray[np.object_]:
+        """The values of categorical feature ``name`` as strings, missing ones filled (see
+        :attr:`category_fill`); ``None`` where no fill applies."""
+        table = as_table(frame)
         fills = self.category_fill.get(name, {})
-        values = (
-            frame[name].astype("string")
-            if name in frame.columns
-            else pd.Series(pd.NA, index=frame.index, dtype="string")
-        )
-        missing = values.isna().to_numpy()
+        values = table.text(name) if name in table else np.full(len(table), None, dtype=object)
+        missing = np.array([value is None for value in values], dtype=bool)
         if missing.any() and fills:
             by_type = fills.get("*")
-            if "instance_type" in frame.columns:
-                per_type = frame["instance_type"].astype("string").map(dict(fills)).astype("string")
-                values = values.where(~missing, per_type)
-            values = values.fillna(by_type) if by_type is not None else values
+            types = table.text("instance_type") if "instance_type" in table else np.full(len(table), None)
+            for row in np.flatnonzero(missing):
+                values[row] = fills.get(types[row], by_type) if types[row] is not None else by_type
         return values
 
-    def matrix(self, frame: pd.DataFrame) -> npt.NDArray[np.float32]:
+    def matrix(self, frame: Frame) -> npt.NDArray[np.float32]:
         """The ``(rows, features)`` float32 matrix of ``frame``; missing values take their fill value."""
-        out = np.empty((len(frame), len(self.names)), dtype=np.float32)
+        table = as_table(frame)
+        out = np.empty((len(table), len(self.names)), dtype=np.float32)
         for j, name in enumerate(self.numeric):
-            derived = derived_column(frame, name)
+            derived = derived_column(table, name)
             fill = self.fill.get(name, np.nan)
-            out[:, j] = _column(frame, name, fill) if derived is None else np.where(np.isfinite(derived), derived, fill)
+            out[:, j] = _column(table, name, fill) if derived is None else np.where(np.isfinite(derived), derived, fill)
         for k, name in enumerate(self.categorical):
             j = len(self.numeric) + k
-            values = self.categorical_values(frame, name)
-            codes = pd.Categorical(values, categories=self.categories[name]).codes
-            out[:, j] = np.where(codes >= 0, codes, np.nan)
+            code_of = {value: code for code, value in enumerate(self.categories[name])}
+            values = self.categorical_values(table, name)
+            out[:, j] = [code_of.get(value, np.nan) for value in values]
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -297,7 +311,7 @@ def build_encoder(
         if derived is not None:
             values = derived
         elif name in frame.columns:
-            values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
+            values = as_table(frame).numeric(name)
         else:
             dropped.append(name)
             continue

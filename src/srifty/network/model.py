@@ -58,16 +58,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from srifty.artifacts import atomic_write_bytes, read_json_artifact, write_json_artifact
 from srifty.errors import ArtifactError
 from srifty.network.curves import ResidualCurves, configuration_keys
-from srifty.network.dataset import as_frame, exclusive_lock, validate_frame
+from srifty.network.dataset import exclusive_lock, validate_frame
 from srifty.network.errors import NetModelError, NetModelOptionError
 from srifty.network.features import (
     DEFAULT_CATEGORICAL_FEATURES,
@@ -89,7 +88,10 @@ from srifty.network.tuning import (
     mape,
     tune_params,
 )
-from srifty.vocab import DEFAULT_MTU_BYTES, allreduce_time_s, is_small_message, ring_passes
+from srifty.vocab import DEFAULT_MTU_BYTES, Table, allreduce_time_s, as_table, is_small_message, ring_passes
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Target = Literal["auto", "link_fraction", "busbw"]
 TARGETS: tuple[Target, ...] = ("auto", "link_fraction", "busbw")
@@ -159,12 +161,13 @@ def _remove_unnamed_boosters(paths: dict[str, Path]) -> None:
 def configuration_sources(frame: pd.DataFrame, keys: npt.NDArray[np.str_]) -> dict[str, dict[str, Any]]:
     """Per configuration key: rows, allocations and where they were measured (public tables by id, the
     emulated testbed, an emulated cloud, or probes), for explanations."""
-    n = len(frame)
+    rows_in = as_table(frame)
+    n = len(rows_in)
 
     def column(name: str) -> npt.NDArray[np.str_]:
-        if name not in frame.columns:
+        if name not in rows_in:
             return np.full(n, "")
-        return frame[name].astype("string").fillna("").to_numpy(dtype=str)
+        return np.array(["" if value is None else value for value in rows_in.text(name)], dtype=str).reshape(n)
 
     table, emulated, cloud = column("table_id"), column("emulated"), column("cloud")
     kind = np.where(emulated == "True", np.where(cloud == "testbed", "emulated testbed", "emulated cloud"), "probes")
@@ -175,7 +178,7 @@ def configuration_sources(frame: pd.DataFrame, keys: npt.NDArray[np.str_]) -> di
         rows = keys == key
         out[str(key)] = {
             "rows": int(rows.sum()),
-            "allocations": int(pd.Series(allocation[rows]).nunique()),
+            "allocations": int(np.unique(allocation[rows]).size),
             "sources": sorted(set(label[rows].tolist())),
         }
     return out
@@ -183,6 +186,8 @@ def configuration_sources(frame: pd.DataFrame, keys: npt.NDArray[np.str_]) -> di
 
 def training_set_hash(frame: pd.DataFrame, columns: list[str]) -> str:
     """``sha256:<hex>`` over the given columns of every row, in order (stable across runs)."""
+    import pandas as pd
+
     hashed = pd.util.hash_pandas_object(frame[columns], index=False).to_numpy()
     return "sha256:" + hashlib.sha256(hashed.tobytes()).hexdigest()
 
@@ -307,16 +312,17 @@ class BandwidthModel:
         if self.n_jobs is not None and self.n_jobs < 1:
             raise NetModelOptionError("n_jobs", f"must be at least 1 thread, got {self.n_jobs}.")
 
-    def _scale_bytes_per_s(self, frame: pd.DataFrame) -> FloatArray:
+    def _scale_bytes_per_s(self, frame: Table | pd.DataFrame) -> FloatArray:
         """What the log-label is relative to: the link (link_fraction) or 1 byte/s (busbw)."""
         if self.target_ == "busbw":
             return np.ones(len(frame))
-        scale = link_scale_bytes_per_s(frame)
+        table = as_table(frame)
+        scale = link_scale_bytes_per_s(table)
         scale = np.where(np.isfinite(scale), scale, self.scale_fill_bytes_per_s_)
         if self.latency_baseline and self.latency_s_ > 0:
             # 2·size, not the ring's 2·size·(n−1)/n: a reference that grew with the world size would let
             # predicted bandwidth rise with it, against the monotone constraints.
-            moved = 2.0 * frame["size_bytes"].to_numpy(dtype=np.float64)
+            moved = 2.0 * table.numeric("size_bytes")
             scale = scale / (1.0 + self.latency_s_ * scale / moved)
         return scale
 
@@ -543,11 +549,11 @@ class BandwidthModel:
         datasheet)."""
         return getattr(self, "intra_node_rows_", 0) > 0 and getattr(self, "target_", "") == "link_fraction"
 
-    def _labels(self, data: pd.DataFrame) -> tuple[FloatArray, npt.NDArray[np.str_], npt.NDArray[np.str_]]:
+    def _labels(self, data: Table) -> tuple[FloatArray, npt.NDArray[np.str_], npt.NDArray[np.str_]]:
         """``(label, configuration key, familiarity class)`` of every row."""
         x = self.encoder_.matrix(data)
         keys = configuration_keys(data, self.encoder_)
-        sizes = data["size_bytes"].to_numpy(dtype=np.float64)
+        sizes = data.numeric("size_bytes")
         label = np.empty(len(data))
         classes = np.empty(len(data), dtype=object)
         small = is_small_message(sizes, self.mtu_bytes)
@@ -581,7 +587,7 @@ class BandwidthModel:
         t = np.log(sizes[gap] / last_below[gap]) / np.log(first_above[gap] / last_below[gap])
         label[gap] = edges[0] + t * (edges[1] - edges[0])
 
-    def predict_busbw_bytes_per_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
+    def predict_busbw_bytes_per_s(self, frame: Any) -> FloatArray:
         """Predicted bus bandwidth (bytes/s) of one transfer, for each row.
 
         ``frame`` needs ``size_bytes`` and ``world_size``; other feature columns are optional (see
@@ -589,42 +595,42 @@ class BandwidthModel:
         works as well as a DataFrame. The result is never negative and never above the network cap.
         """
         self._check_fitted()
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         validate_frame(data, need_label=False)
         label, _, _ = self._labels(data)
         return self._busbw(label, self._scale_bytes_per_s(data), busbw_cap_bytes_per_s(data))
 
-    def probed(self, frame: pd.DataFrame | Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+    def probed(self, frame: Any) -> npt.NDArray[np.bool_]:
         """Whether each row's configuration was in the training set on its side of the MTU (what
         :meth:`familiarity` says, without asking the boosters)."""
         self._check_fitted()
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         validate_frame(data, need_label=False)
         keys = configuration_keys(data, self.encoder_)
-        small = is_small_message(data["size_bytes"].to_numpy(), self.mtu_bytes)
+        small = is_small_message(data.numeric("size_bytes"), self.mtu_bytes)
         out = np.zeros(len(data), dtype=bool)
         for side, mask in (("small", small), ("large", ~small)):
             if mask.any():
                 out[mask] = self.sides_[side].probed(keys[mask])
         return out
 
-    def familiarity(self, frame: pd.DataFrame | Mapping[str, Any]) -> npt.NDArray[np.str_]:
+    def familiarity(self, frame: Any) -> npt.NDArray[np.str_]:
         """``"probed"`` where the row's configuration (instance type, backend, inside or between VMs) was
         in the training set on its side of the MTU, else ``"unprobed"``."""
         self._check_fitted()
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         validate_frame(data, need_label=False)
         return self._labels(data)[2]
 
-    def residual_quantiles(self, frame: pd.DataFrame | Mapping[str, Any], levels: npt.ArrayLike) -> FloatArray:
+    def residual_quantiles(self, frame: Any, levels: npt.ArrayLike) -> FloatArray:
         """Quantiles of ``log(measured / predicted)`` busbw at ``levels`` for each row: ``(rows, levels)``,
         from held-out residuals of its side of the MTU and its familiarity (see
         :mod:`srifty.network.intervals`). Cheap: no booster is asked."""
         self._check_fitted()
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         validate_frame(data, need_label=False)
         keys = configuration_keys(data, self.encoder_)
-        small = is_small_message(data["size_bytes"].to_numpy(), self.mtu_bytes)
+        small = is_small_message(data.numeric("size_bytes"), self.mtu_bytes)
         out = np.zeros((len(data), np.atleast_1d(np.asarray(levels)).size))
         for side, mask in (("small", small), ("large", ~small)):
             if mask.any():
@@ -632,9 +638,7 @@ class BandwidthModel:
                 out[mask] = self.quantiles_[side].at(classes, levels)
         return out
 
-    def predict_busbw_interval(
-        self, frame: pd.DataFrame | Mapping[str, Any], coverage: float = 0.8
-    ) -> tuple[FloatArray, FloatArray]:
+    def predict_busbw_interval(self, frame: Any, coverage: float = 0.8) -> tuple[FloatArray, FloatArray]:
         """``(low, high)`` bus bandwidth (bytes/s) of a central interval that held-out rows of the same
         kind fell into with probability ``coverage`` (0.8: the 10th and 90th percentiles).
 
@@ -644,17 +648,17 @@ class BandwidthModel:
         if not 0.0 < coverage < 1.0:
             raise NetModelError(f"coverage must be between 0 and 1 (exclusive), got {coverage}.")
         self._check_fitted()
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         validate_frame(data, need_label=False)
         label, _, _ = self._labels(data)
         q = self.residual_quantiles(data, [(1.0 - coverage) / 2.0, (1.0 + coverage) / 2.0])
         scale, cap = self._scale_bytes_per_s(data), busbw_cap_bytes_per_s(data)
         return self._busbw(label + q[:, 0], scale, cap), self._busbw(label + q[:, 1], scale, cap)
 
-    def explain(self, frame: pd.DataFrame | Mapping[str, Any]) -> list[str]:
+    def explain(self, frame: Any) -> list[str]:
         """One line per row saying where its answer comes from and how far off such answers have been."""
         self._check_fitted()
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         validate_frame(data, need_label=False)
         _, keys, classes = self._labels(data)
         q = np.exp(self.residual_quantiles(data, [0.1, 0.5, 0.9]))
@@ -669,25 +673,21 @@ class BandwidthModel:
                 )
             else:
                 lines.append(f"not probed: answered from the other configurations' measurements; {spread}")
-            asked = str(data["collective"].iloc[row]) if "collective" in data.columns else "allreduce"
+            asked = (data.text("collective")[row] if "collective" in data else None) or "allreduce"
             if asked != "allreduce" and "collective" not in self.encoder_.categorical:
                 lines[-1] += (
                     f" ({asked} answered as an allreduce's bus bandwidth: this model learned no other collective)"
                 )
         return lines
 
-    def predict_time_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
+    def predict_time_s(self, frame: Any) -> FloatArray:
         """Predicted seconds of each row's collective (its ``collective`` column; allreduce without one), from
         :meth:`predict_busbw_bytes_per_s`."""
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         busbw = self.predict_busbw_bytes_per_s(data)
-        collective = data["collective"].astype("string").fillna("allreduce") if "collective" in data.columns else None
-        passes = 2.0 if collective is None else collective.map(ring_passes).to_numpy(dtype=np.float64)
-        return (
-            np.asarray(passes, dtype=np.float64)
-            / 2.0
-            * allreduce_time_s(data["size_bytes"].to_numpy(), data["world_size"].to_numpy(), busbw)
-        )
+        collectives = data.text("collective") if "collective" in data else [None] * len(data)
+        passes = np.array([ring_passes(name or "allreduce") for name in collectives], dtype=np.float64)
+        return passes / 2.0 * allreduce_time_s(data.numeric("size_bytes"), data.numeric("world_size"), busbw)
 
     # ---------------------------------------------------------------------------------- save / load
     def metadata(self) -> dict[str, Any]:

@@ -24,12 +24,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from srifty.errors import ArtifactError
 from srifty.vocab import algbw_bytes_per_s, busbw_bytes_per_s, ring_passes
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TABLES_FILE = "public-tables.csv"
 ROWS_FILE = "public-allreduce.csv"
@@ -50,6 +53,8 @@ def _data_file(name: str) -> Path:
 
 def load_public_tables() -> pd.DataFrame:
     """One row per public table: what it measured and where it comes from (see the module docstring)."""
+    import pandas as pd
+
     return pd.read_csv(_data_file(TABLES_FILE), dtype={"nccl_version": "string", "assumptions": "string"})
 
 
@@ -60,6 +65,8 @@ def load_public_probes(use: Sequence[str] = (TRAIN,)) -> pd.DataFrame:
         A frame with every probe-schema column (in cloud units, ``emulation_scale`` 1) and the
         :data:`EXTRA_COLUMNS`, sorted by table and size.
     """
+    import pandas as pd
+
     from srifty.vocab import PROBE_COLUMNS
 
     tables = load_public_tables()

@@ -40,6 +40,7 @@ from srifty.vocab.probes import (
 from srifty.vocab.spot_policy import Mode as SpotMode
 from srifty.vocab.spot_policy import SpotDecision, SpotPolicy, SpotView
 from srifty.vocab.spot_trace import SpotTrace, load_trace
+from srifty.vocab.table import Table, as_table
 
 __all__ = [
     "COLLECTIVES",
@@ -58,8 +59,10 @@ __all__ = [
     "SpotPolicy",
     "SpotTrace",
     "SpotView",
+    "Table",
     "algbw_bytes_per_s",
     "allreduce_time_s",
+    "as_table",
     "bus_bytes",
     "busbw_bytes_per_s",
     "is_small_message",

@@ -17,11 +17,13 @@ and write these rows. Files of them are Parquet artefacts of kind :data:`PROBE_K
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from srifty.errors import ArtifactError
+from srifty.vocab.table import Table, as_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PROBE_KIND = "probe-set"
 PROBE_SCHEMA_VERSION = 1
@@ -94,6 +96,8 @@ def probe_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     Raises:
         ArtifactError: a row lacks a schema column.
     """
+    import pandas as pd
+
     frame = with_defaults(pd.DataFrame(list(rows)))
     missing = [c for c in PROBE_COLUMNS if c not in frame.columns]
     if missing and len(frame):
@@ -116,13 +120,14 @@ def with_defaults(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def transfer_frame(columns: Mapping[str, Any]) -> pd.DataFrame:
-    """Allreduces to ask a bandwidth model about, one per row, columns in :data:`TRANSFER_COLUMNS` order.
+def transfer_frame(columns: Mapping[str, Any]) -> Table:
+    """Allreduces to ask a bandwidth model about, one per row, columns in :data:`TRANSFER_COLUMNS` order (a
+    :class:`~srifty.vocab.table.Table`: ``table["size_bytes"]`` is a numpy array, ``len(table)`` its rows).
 
     Raises:
-        ArtifactError: ``columns`` names are not exactly :data:`TRANSFER_COLUMNS`.
+        ArtifactError: ``columns`` names are not exactly :data:`TRANSFER_COLUMNS`, or their lengths differ.
     """
     if set(columns) != set(TRANSFER_COLUMNS):
         wrong = sorted(set(columns) ^ set(TRANSFER_COLUMNS))
         raise ArtifactError(f"a transfer frame has the columns {', '.join(TRANSFER_COLUMNS)}; got {wrong} wrong.")
-    return pd.DataFrame({name: columns[name] for name in TRANSFER_COLUMNS})
+    return as_table({name: columns[name] for name in TRANSFER_COLUMNS})

@@ -10,17 +10,15 @@ time error, so both stay physical. A query whose group was never seen falls back
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from srifty.artifacts import read_json_artifact, write_json_artifact
-from srifty.network import NATURAL_FILL, NetModelError, as_frame, busbw_cap_bytes_per_s, validate_frame
-from srifty.vocab import busbw_bytes_per_s, ring_bytes_factor
+from srifty.network import NATURAL_FILL, NetModelError, busbw_cap_bytes_per_s, validate_frame
+from srifty.vocab import Table, as_table, busbw_bytes_per_s, ring_bytes_factor
 
 ALPHA_BETA_KIND = "alpha-beta-model"
 ALPHA_BETA_SCHEMA_VERSION = 1
@@ -40,13 +38,10 @@ def fit_alpha_beta(size_bytes: FloatArray, world_size: FloatArray, time_s: Float
     return float(solution[0]), float(solution[1])
 
 
-def _key_values(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[FloatArray]:
+def _key_values(table: Table, columns: tuple[str, ...]) -> list[FloatArray]:
     out = []
     for name in columns:
-        if name in frame.columns:
-            values = pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype=np.float64)
-        else:
-            values = np.full(len(frame), np.nan)
+        values = table.numeric(name) if name in table else np.full(len(table), np.nan)
         out.append(np.where(np.isfinite(values), values, NATURAL_FILL.get(name, -1.0)))
     return out
 
@@ -62,34 +57,36 @@ class AlphaBetaModel:
     def __init__(self, *, group_by: tuple[str, ...] = DEFAULT_GROUP_BY) -> None:
         self.group_by = group_by
 
-    def fit(self, frame: pd.DataFrame) -> AlphaBetaModel:
+    def fit(self, frame: Any) -> AlphaBetaModel:
         """Fit ``alpha`` and ``beta`` for every group and every coarser prefix of the grouping; returns self.
+        ``frame``: probe rows (a DataFrame, or a mapping of column names to arrays).
 
         Raises:
             NetModelError: invalid columns (see :func:`~srifty.network.dataset.validate_frame`).
         """
-        validate_frame(frame, need_label=True)
-        size = frame["size_bytes"].to_numpy(dtype=np.float64)
-        world = frame["world_size"].to_numpy(dtype=np.float64)
-        time_s = size * ring_bytes_factor(world) / frame["busbw_bytes_per_s"].to_numpy(dtype=np.float64)
-        keys = _key_values(frame, self.group_by)
+        probes = as_table(frame, NetModelError)
+        validate_frame(probes, need_label=True)
+        size = probes.numeric("size_bytes")
+        world = probes.numeric("world_size")
+        time_s = size * ring_bytes_factor(world) / probes.numeric("busbw_bytes_per_s")
+        keys = _key_values(probes, self.group_by)
         self.params_: dict[int, dict[Key, tuple[float, float]]] = {}
         for depth in range(len(self.group_by), -1, -1):
             table: dict[Key, tuple[float, float]] = {}
             if depth:
                 unique, inverse = np.unique(np.column_stack(keys[:depth]), axis=0, return_inverse=True)
             else:
-                unique, inverse = np.zeros((1, 0)), np.zeros(len(frame), dtype=np.int64)
+                unique, inverse = np.zeros((1, 0)), np.zeros(len(probes), dtype=np.int64)
             for g, key in enumerate(unique):
                 rows = inverse.reshape(-1) == g
                 table[tuple(float(v) for v in key)] = fit_alpha_beta(size[rows], world[rows], time_s[rows])
             self.params_[depth] = table
         return self
 
-    def _params_for(self, frame: pd.DataFrame) -> tuple[FloatArray, FloatArray]:
-        keys = _key_values(frame, self.group_by)
-        alpha = np.full(len(frame), np.nan)
-        slope = np.full(len(frame), np.nan)
+    def _params_for(self, rows: Table) -> tuple[FloatArray, FloatArray]:
+        keys = _key_values(rows, self.group_by)
+        alpha = np.full(len(rows), np.nan)
+        slope = np.full(len(rows), np.nan)
         for depth in range(len(self.group_by), -1, -1):
             todo = np.isnan(alpha)
             if not todo.any():
@@ -101,14 +98,14 @@ class AlphaBetaModel:
                     alpha[i], slope[i] = hit
         return alpha, slope
 
-    def predict_busbw_bytes_per_s(self, frame: pd.DataFrame | Mapping[str, Any]) -> FloatArray:
+    def predict_busbw_bytes_per_s(self, frame: Any) -> FloatArray:
         """Bus bandwidth (bytes/s) implied by the fitted times; non-negative and capped at the rated link."""
         if not hasattr(self, "params_"):
             raise NetModelError("this AlphaBetaModel is not fitted; call fit() or AlphaBetaModel.load().")
-        data = as_frame(frame)
+        data = as_table(frame, NetModelError)
         validate_frame(data, need_label=False)
-        size = data["size_bytes"].to_numpy(dtype=np.float64)
-        world = data["world_size"].to_numpy(dtype=np.float64)
+        size = data.numeric("size_bytes")
+        world = data.numeric("world_size")
         alpha, slope = self._params_for(data)
         time_s = alpha + ring_bytes_factor(world) * size * slope
         with np.errstate(divide="ignore", invalid="ignore"):
