@@ -43,7 +43,9 @@ class BusBandwidthModel(Protocol):
     """Anything that predicts allreduce bus bandwidth (bytes/s) for rows of features."""
 
     def predict_busbw_bytes_per_s(self, frame: Any) -> NDArray[np.float64]:
-        """One prediction per row; rows carry ``size_bytes``, ``world_size`` and optional features."""
+        """One prediction per row; rows carry ``size_bytes``, ``world_size`` and optional features. The simulator
+        passes a :class:`~srifty.vocab.Table` (``frame["size_bytes"]`` is a numpy array, ``len(frame)`` the
+        rows; ``srifty.vocab.as_table`` reads a DataFrame or a mapping the same way)."""
         ...
 
 
@@ -160,9 +162,8 @@ def spread_many(model: BusBandwidthModel, requests: Sequence[NetRequest]) -> lis
 
 
 def feature_frame(blocks: Sequence[Block]) -> Any:
-    """One frame of transfers (:data:`~srifty.vocab.probes.TRANSFER_COLUMNS`) for every block's collectives, in
-    block order. Built from numpy columns at once: a DataFrame per block is the
-    slow part of a query."""
+    """One table of transfers (:data:`~srifty.vocab.probes.TRANSFER_COLUMNS`) for every block's collectives, in
+    block order, built from numpy columns at once (no DataFrame: see :mod:`srifty.vocab.table`)."""
     from srifty.vocab import transfer_frame
 
     counts = [len(b[0]) for b in blocks]
