@@ -314,11 +314,11 @@ def prune(
     space_before = sum(count_configs(p) for p in problems)
     study: list[Scored] = []
     per_problem: list[list[Scored]] = []
-    for problem in problems:
-        configs = homogeneous(problem)
-        prefetch = getattr(predictor, "prefetch", None)
-        if prefetch is not None:
-            prefetch(configs)
+    configs_of = [homogeneous(problem) for problem in problems]
+    prefetch = getattr(predictor, "prefetch", None)
+    if prefetch is not None:  # the whole study's network questions in one bandwidth-model call
+        prefetch([c for configs in configs_of for c in configs])
+    for problem, configs in zip(problems, configs_of, strict=True):
         scored = [score(problem, c, predictor.predict(c)) for c in configs]
         per_problem.append(scored)
         study.extend(scored)
