@@ -118,9 +118,8 @@ def warm(
         if _mode_for(size, mode, max_sim_calls) == "ilp":
             asked += anchor_configs(problem, latency_ms)[0]
         elif getattr(predictor, "name", "") == "srifty":
-            configs = list(enumerate_configs(problem))
-            bounds = [goal_bound(problem, config, latency_ms) for config in configs]
-            asked += [configs[i] for i in sorted(range(len(configs)), key=lambda i: bounds[i])[:FIRST_ASKED]]
+            configs, _, order = _front(problem, latency_ms)
+            asked += [configs[i] for i in order[:FIRST_ASKED]]
     if asked:
         prefetch(asked)
 
@@ -142,14 +141,13 @@ def exhaustive(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
     found. The optimum is the same as evaluating everything; configurations that could not be among the best
     are not predicted. Without it, every configuration is evaluated.
     """
-    configs = list(enumerate_configs(problem))
     prefetch = getattr(predictor, "prefetch", None)
     if latency_ms is None:
+        every = list(enumerate_configs(problem))
         if prefetch is not None:
-            prefetch(configs)
-        return [score(problem, config, predictor.predict(config)) for config in configs]
-    bounds = [goal_bound(problem, config, latency_ms) for config in configs]
-    order = sorted(range(len(configs)), key=lambda i: bounds[i])
+            prefetch(every)
+        return [score(problem, config, predictor.predict(config)) for config in every]
+    configs, bounds, order = _front(problem, latency_ms)
     scored: list[Scored] = []
     best: list[float] = []
     for rank, i in enumerate(order):
@@ -164,6 +162,17 @@ def exhaustive(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
         if s.feasible:
             best = sorted([*best, s.time_s if problem.goal == "min_time" else s.cost_usd])[:KEEP_BEST]
     return scored
+
+
+@functools.lru_cache(maxsize=16)
+def _front(
+    problem: PlanProblem, latency_ms: LatencyFn
+) -> tuple[tuple[Config, ...], tuple[float, ...], tuple[int, ...]]:
+    """Every configuration of ``problem``, its :func:`goal_bound`, and their order by it (remembered: :func:`warm`
+    asks for the same front the search then walks)."""
+    configs = tuple(enumerate_configs(problem))
+    bounds = tuple(goal_bound(problem, config, latency_ms) for config in configs)
+    return configs, bounds, tuple(sorted(range(len(configs)), key=lambda i: bounds[i]))
 
 
 def goal_bound(problem: PlanProblem, config: Config, latency_ms: LatencyFn) -> float:
