@@ -173,3 +173,26 @@ def test_a_model_that_learned_single_vms_answers_for_them() -> None:
     p3 = load_catalog().get("p3.8xlarge", region="us-east-1")
     one_vm = config_busbw_bytes_per_s(KnowsNvlink(3e10), [2.0**26], 4, 1, [p3])
     assert one_vm[0] == pytest.approx(3e10)  # the model's own answer, not the datasheet × 0.85
+
+
+def test_the_normal_quantile_gives_the_standard_librarys_doubles_in_both_branches() -> None:
+    """numpy evaluates AS241's central polynomial; the result must be the standard library's to the bit (the
+    simulator's draws, and so every plan, depend on it), in the centre, in the tails and at the clipped ends."""
+    from statistics import NormalDist
+
+    from srifty.sim.sampling import normal_quantile
+
+    rng = np.random.default_rng(7)
+    draws = np.concatenate(
+        [
+            rng.random(20_000),
+            rng.random(20_000) ** (1 / 16),
+            [0.0, 0.075, 0.5, 0.925, 0.5 + 0.425, 1e-300, 0.999999, 0.3],
+        ]
+    )
+    expected = np.array(
+        [NormalDist().inv_cdf(min(max(p, np.finfo(float).tiny), np.nextafter(1.0, 0.0))) for p in draws]
+    )
+    got = normal_quantile(draws.reshape(2, -1)).ravel()
+    assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+    assert np.abs(draws - 0.5).max() > 0.425 and (np.abs(draws - 0.5) <= 0.425).mean() > 0.5  # both branches

@@ -11,7 +11,7 @@ would fit (sharding over enough GPUs, activation checkpointing, or a GPU with mo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from srifty.catalog import Catalog, InstanceType
 from srifty.compute import (
@@ -118,12 +118,17 @@ class StrategyLimits:
     spec: JobSpec
     profiles: Mapping[str, Profile]
     max_gpus: int
+    _inputs: dict[int, MemoryInputs] = field(default_factory=dict, compare=False, repr=False)
 
     def max_batch(self, instance: InstanceType) -> int:
         profile = profile_for(self.profiles, instance)
+        # each profile's memory inputs once (by id: the profiles are held by ``profiles``), not once per type
+        inputs = self._inputs.get(id(profile))
+        if inputs is None:
+            inputs = self._inputs[id(profile)] = memory_inputs(profile)
         return max(
             (
-                type_max_batch(profile, instance, s)
+                type_max_batch(profile, instance, s, inputs)
                 for s in widest_shardings(self.spec, profile, instance, self.max_gpus)
             ),
             default=0,

@@ -16,6 +16,7 @@ losses): a constraint holds when its probability reaches ``confidence``, and the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -113,6 +114,16 @@ class PlanProblem:
     vm_launch_s: float = 150.0
     checkpoint_restore_s: float = 5.0
     on_demand_quotas: tuple[tuple[str, int], ...] = ()
+
+    @functools.cached_property
+    def fallback_quotas(self) -> dict[str, int]:
+        """On-demand VMs per type that an on-demand fallback may use: the spec's offers anywhere in the region
+        and this placement's own on-demand candidates (computed once; read-only by convention)."""
+        quotas = dict(self.on_demand_quotas)
+        for c in self.candidates:
+            if c.market == "on_demand":
+                quotas[c.instance.name] = max(quotas.get(c.instance.name, 0), c.quota)
+        return quotas
 
     def place(self, config: Config) -> Config:
         """``config`` placed in this problem's zone (configurations built from its candidates run there)."""

@@ -19,10 +19,20 @@ type ``c`` at local batch ``b``, see :func:`compute_floor_fn`; ``g_c`` GPUs per 
 
 A type is dropped from a zone when its bound misses the deadline or budget, or exceeds the objective of a
 feasible configuration already found (the *incumbent*: the best of the homogeneous study, every type at
-every allowed batch on its own, which is also part of the search). A zone is dropped when another zone of
-its region offers every remaining type at no higher price (predictions do not depend on the zone, so each
-of its configurations costs no less there). The floor under compute time is the profile's mean less four
-standard errors of the simulator's sample mean, so the simulator's noise cannot undercut it in practice.
+every allowed batch on its own, which is also part of the search). The deadline is judged at the problem's
+confidence: every outcome of a job's time is at least ``LB_time``, and its spread at least the VM launch's,
+so a type with ``LB_time > deadline − z_c·σ_launch`` cannot meet it with probability ``c``
+(:func:`deadline_reach_s`). A zone is dropped when another zone of its region offers every remaining type at
+no higher price and the spot model judges its spot types alike there (predictions do not depend on the zone,
+so each of its configurations costs no less there and risks no more). The floor under compute time is the
+profile's mean less four standard errors of the simulator's sample mean, so the simulator's noise cannot
+undercut it in practice.
+
+Spot risk (on-demand fallback, waits for capacity, losses) is otherwise left out of the bounds: they price
+spot VMs at their bare compute cost, which stays a lower bound (a spot configuration's expected cost and time
+are never below it) but a loose one. A sound bound with the fallback's cost or the start wait in it needs a
+floor under the tail of the delay distribution (:func:`srifty.spot.losses.delay_nodes`, a moment-matched
+log-normal), whose log-spread no instance type alone bounds usefully.
 """
 
 from __future__ import annotations
@@ -30,12 +40,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 
 import numpy as np
 
 from srifty.compute import Profile
 from srifty.plan.predict import Predictor
 from srifty.plan.problem import Candidate, Placement, PlanProblem
+from srifty.plan.risk import LAUNCH_SPREAD
 from srifty.plan.scoring import Scored, best_of, score
 from srifty.plan.space import count_configs
 from srifty.sim import profile_for
@@ -46,6 +58,7 @@ FloorFn = Callable[[Candidate, int], float]
 
 #: Standard errors of the simulator's mean iteration time kept below the profile's mean compute time.
 NOISE_SIGMAS = 4.0
+_STANDARD_NORMAL = NormalDist()
 
 
 @dataclass(frozen=True)
@@ -184,14 +197,46 @@ def _problem_bound(problem: PlanProblem, bounds: _Bounds, keep: Sequence[bool]) 
     return float(values.min()) if len(values) else math.inf
 
 
+def deadline_reach_s(problem: PlanProblem) -> float | None:
+    """The latest a configuration's job time can be sure to reach and still meet the deadline with the
+    problem's confidence ``c``: ``deadline − z_c·σ_launch`` (``None`` without a deadline).
+
+    Every outcome of a configuration's job time (:mod:`srifty.plan.risk`; an on-demand fallback's too) is at
+    least its compute time plus the launch and restore overhead, and its normal spread ``σ`` is at least the
+    launch's, ``σ_launch`` (:data:`~srifty.plan.risk.LAUNCH_SPREAD` of the launch time; model error,
+    iterations and spot losses only add). So with every outcome at ``T ≥ L``, ``P(deadline) = Σ w Φ((D − T)/σ)
+    ≤ Φ((D − L)/σ_launch)`` when ``L ≤ D``, and ``< 0.5 ≤ c`` when ``L > D``: below ``c`` once
+    ``L > D − z_c·σ_launch``."""
+    if problem.deadline_s is None:
+        return None
+    spread = LAUNCH_SPREAD * problem.vm_launch_s
+    return problem.deadline_s - _STANDARD_NORMAL.inv_cdf(max(problem.confidence, 0.5)) * spread
+
+
+def _outcome_floor_s(problem: PlanProblem, lb_time: float) -> float:
+    """A floor under every job-time outcome from ``lb_time`` (``N·t_c + overhead``): an on-demand fallback's
+    outcome pays one launch and one restore, which a caller's ``overhead_s`` may exceed."""
+    restart = problem.vm_launch_s + problem.checkpoint_restore_s
+    return lb_time - max(problem.overhead_s - restart, 0.0)
+
+
 def _rule(
     problem: PlanProblem, lb_time: float, lb_cost: float, incumbent: Scored | None
 ) -> tuple[str, float, str] | None:
     """The first rule that drops a candidate with these bounds: ``(rule, bound, why)``, or ``None``."""
     if not math.isfinite(lb_time):
         return None
+    reach = deadline_reach_s(problem)
     if problem.deadline_s is not None and lb_time > problem.deadline_s:
         return "deadline", lb_time, f"its compute alone takes ≥ {lb_time:,.0f} s > deadline {problem.deadline_s:,.0f} s"
+    if reach is not None and _outcome_floor_s(problem, lb_time) > reach:
+        return (
+            "deadline",
+            lb_time,
+            f"its compute alone takes ≥ {lb_time:,.0f} s, and the VM launch alone spreads a job's time by "
+            f"±{LAUNCH_SPREAD * problem.vm_launch_s:,.0f} s (1σ): P(deadline {problem.deadline_s:,.0f} s) < "
+            f"confidence {problem.confidence:g}",
+        )
     if problem.budget_usd is not None and lb_cost > problem.budget_usd:
         return (
             "budget",
@@ -293,7 +338,21 @@ def _dominated_by(mine: PlanProblem, other: PlanProblem, ignore_prices: bool = F
             return False
         if twin.batches != cand.batches:
             return False
+        if cand.market == "spot" and not _same_spot_figures(mine, other, cand.instance.name):
+            return False
     return True
+
+
+def _same_spot_figures(mine: PlanProblem, other: PlanProblem, instance_type: str) -> bool:
+    """Whether the spot model judges ``instance_type``'s spot VMs alike in both zones (a zone with a trace
+    of its own may lose VMs more or less often than its neighbours; prices alone then decide nothing)."""
+    if mine.spot is None and other.spot is None:
+        return True
+    if mine.spot is None or other.spot is None or mine.placement is None or other.placement is None:
+        return False
+    here = mine.spot.figures_for(instance_type, mine.placement.zone, mine.placement.region)
+    there = other.spot.figures_for(instance_type, other.placement.zone, other.placement.region)
+    return here.figures == there.figures
 
 
 def prune(
@@ -314,11 +373,11 @@ def prune(
     space_before = sum(count_configs(p) for p in problems)
     study: list[Scored] = []
     per_problem: list[list[Scored]] = []
-    for problem in problems:
-        configs = homogeneous(problem)
-        prefetch = getattr(predictor, "prefetch", None)
-        if prefetch is not None:
-            prefetch(configs)
+    configs_of = [homogeneous(problem) for problem in problems]
+    prefetch = getattr(predictor, "prefetch", None)
+    if prefetch is not None:  # the whole study's network questions in one bandwidth-model call
+        prefetch([c for configs in configs_of for c in configs])
+    for problem, configs in zip(problems, configs_of, strict=True):
         scored = [score(problem, c, predictor.predict(c)) for c in configs]
         per_problem.append(scored)
         study.extend(scored)
@@ -473,6 +532,7 @@ __all__ = [
     "PrunedType",
     "Pruning",
     "compute_floor_fn",
+    "deadline_reach_s",
     "homogeneous",
     "prune",
     "unpruned",

@@ -253,10 +253,7 @@ def on_demand_twin(problem: PlanProblem, config: Config) -> Config | None:
     """The same groups on on-demand VMs (a type's spot and on-demand groups merged), where the spec offers that
     many on-demand VMs of each type in the region (an on-demand configuration needs no zone); ``None``
     otherwise."""
-    quotas = dict(problem.on_demand_quotas)
-    for c in problem.candidates:
-        if c.market == "on_demand":
-            quotas[c.instance.name] = max(quotas.get(c.instance.name, 0), c.quota)
+    quotas = problem.fallback_quotas
     counts: dict[str, int] = {}
     for g in config.groups:
         counts[g.instance.name] = counts.get(g.instance.name, 0) + g.count

@@ -32,6 +32,7 @@ must say so (as exhaustive search does), not that no counts place the global bat
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -82,12 +83,45 @@ def optimize(
     size = count_configs(problem)
     if size == 0:  # nothing places the global batch: the explanation says why, without searching
         return SearchOutcome([], "exhaustive" if mode == "auto" else mode, 0)
-    use = mode if mode != "auto" else ("exhaustive" if size <= max_sim_calls else "ilp")
+    use = _mode_for(size, mode, max_sim_calls)
     if use == "exhaustive":
         bounded = latency_ms if getattr(predictor, "name", "") == "srifty" else None
         return SearchOutcome(exhaustive(problem, predictor, bounded), "exhaustive", size)
     scored, n_ilp = anchor_ilp(problem, predictor, latency_ms)
     return SearchOutcome(scored, "ilp", size, n_ilp)
+
+
+def _mode_for(size: int, mode: Mode, max_sim_calls: int) -> str:
+    """The search :func:`optimize` runs over a space of ``size`` configurations."""
+    return mode if mode != "auto" else ("exhaustive" if size <= max_sim_calls else "ilp")
+
+
+def warm(
+    problems: Sequence[PlanProblem],
+    predictor: Predictor,
+    latency_ms: LatencyFn,
+    mode: Mode = "auto",
+    max_sim_calls: int = DEFAULT_MAX_SIM_CALLS,
+) -> None:
+    """Ask the bandwidth model, in one call, the network questions :func:`optimize` asks first in each of
+    ``problems`` (the anchor sweep's solutions; the exhaustive search's :data:`FIRST_ASKED` most promising
+    configurations), instead of one call per placement: a call's fixed cost outweighs its size, and the zones
+    of a region ask nearly the same questions. Answers are cached, so the searches predict exactly as without."""
+    prefetch = getattr(predictor, "prefetch", None)
+    if prefetch is None:
+        return
+    asked: list[Config] = []
+    for problem in problems:
+        size = count_configs(problem)
+        if size == 0:
+            continue
+        if _mode_for(size, mode, max_sim_calls) == "ilp":
+            asked += anchor_configs(problem, latency_ms)[0]
+        elif getattr(predictor, "name", "") == "srifty":
+            configs, _, order = _front(problem, latency_ms)
+            asked += [configs[i] for i in order[:FIRST_ASKED]]
+    if asked:
+        prefetch(asked)
 
 
 #: Feasible configurations the bounded exhaustive search keeps beating before it stops (the best and the
@@ -107,14 +141,13 @@ def exhaustive(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
     found. The optimum is the same as evaluating everything; configurations that could not be among the best
     are not predicted. Without it, every configuration is evaluated.
     """
-    configs = list(enumerate_configs(problem))
     prefetch = getattr(predictor, "prefetch", None)
     if latency_ms is None:
+        every = list(enumerate_configs(problem))
         if prefetch is not None:
-            prefetch(configs)
-        return [score(problem, config, predictor.predict(config)) for config in configs]
-    bounds = [goal_bound(problem, config, latency_ms) for config in configs]
-    order = sorted(range(len(configs)), key=lambda i: bounds[i])
+            prefetch(every)
+        return [score(problem, config, predictor.predict(config)) for config in every]
+    configs, bounds, order = _front(problem, latency_ms)
     scored: list[Scored] = []
     best: list[float] = []
     for rank, i in enumerate(order):
@@ -129,6 +162,17 @@ def exhaustive(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
         if s.feasible:
             best = sorted([*best, s.time_s if problem.goal == "min_time" else s.cost_usd])[:KEEP_BEST]
     return scored
+
+
+@functools.lru_cache(maxsize=16)
+def _front(
+    problem: PlanProblem, latency_ms: LatencyFn
+) -> tuple[tuple[Config, ...], tuple[float, ...], tuple[int, ...]]:
+    """Every configuration of ``problem``, its :func:`goal_bound`, and their order by it (remembered: :func:`warm`
+    asks for the same front the search then walks)."""
+    configs = tuple(enumerate_configs(problem))
+    bounds = tuple(goal_bound(problem, config, latency_ms) for config in configs)
+    return configs, bounds, tuple(sorted(range(len(configs)), key=lambda i: bounds[i]))
 
 
 def goal_bound(problem: PlanProblem, config: Config, latency_ms: LatencyFn) -> float:
@@ -154,7 +198,18 @@ def min_weight_counts(
 ) -> list[int] | None:
     """Exact integer counts minimising ``Σ weights·counts`` with ``Σ counts·sizes = total`` and
     ``0 ≤ counts ≤ quotas``: a bounded knapsack by dynamic programming over samples (in units of the sizes'
-    greatest common divisor), each quota split into powers of two. ``None`` when no counts add up."""
+    greatest common divisor), each quota split into powers of two. ``None`` when no counts add up.
+
+    Remembered by its arguments: the zones of a region pose the same programs (the fewest-VM one does not
+    depend on prices at all), and :func:`warm` poses each placement's programs before its search does."""
+    found = _min_weight_counts(tuple(sizes), tuple(quotas), tuple(float(w) for w in weights), total)
+    return None if found is None else list(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _min_weight_counts(
+    sizes: tuple[int, ...], quotas: tuple[int, ...], weights: tuple[float, ...], total: int
+) -> tuple[int, ...] | None:
     unit = math.gcd(total, *sizes)
     steps = total // unit
     best = np.full(steps + 1, np.inf)
@@ -181,7 +236,7 @@ def min_weight_counts(
         if at >= span and take[at - span]:
             counts[i] += m
             at -= span
-    return counts
+    return tuple(counts)
 
 
 def fewest_vms(cands: Sequence[Candidate], per_vm: Sequence[int], total: int) -> list[int] | None:
@@ -223,6 +278,15 @@ def anchor_ilp(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
     Args:
         latency_ms: compute latency (ms) of one GPU of a candidate at a local batch.
     """
+    configs, n_ilp = anchor_configs(problem, latency_ms)
+    prefetch = getattr(predictor, "prefetch", None)
+    if prefetch is not None:  # every solution's network question in one bandwidth-model call
+        prefetch(configs)
+    return [score(problem, config, predictor.predict(config)) for config in configs], n_ilp
+
+
+def anchor_configs(problem: PlanProblem, latency_ms: LatencyFn) -> tuple[list[Config], int]:
+    """The anchor sweep's solutions, not yet predicted, and the number of integer programs solved."""
     cands = [c for c in problem.candidates if c.batches]
     if not cands:
         return [], 0
@@ -259,11 +323,7 @@ def anchor_ilp(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn
                 if not problem.requires_spot or any(g.market == "spot" for g in config.groups):
                     found[config.tagged()] = config
                     break
-    configs = list(found.values())
-    prefetch = getattr(predictor, "prefetch", None)
-    if prefetch is not None:  # every solution's network question in one bandwidth-model call
-        prefetch(configs)
-    return [score(problem, config, predictor.predict(config)) for config in configs], 2 * len(solved)
+    return list(found.values()), 2 * len(solved)
 
 
 def _within_budget(
