@@ -8,15 +8,20 @@ before the model is built, so DDP's buckets and FSDP's buffers are counted). The
 profile`` in one process (no DDP, no sharding): its forward peaks, parameters and optimizer. The figure is the
 error of the prediction against the highest rank's peak (ranks of one configuration differ by little).
 
+Models: ``tiny_decoder`` and ``decoder`` of the zoo, and :func:`deep_decoder` (12 narrower blocks, a root
+smaller than its blocks together), which no part of the memory model was built on: a held-out check.
+
 Peak memory does not depend on the machine's load, so no CPU lock is needed: ``nice -n 19 python -m
-benchmarks.fsdp_memory`` (16 min on the busy 2-core machine).
+benchmarks.fsdp_memory`` (about 35 min on the busy 2-core machine).
 Writes ``benchmarks/results/fsdp_memory.json`` and the BENCHMARKS.md section "Sharded data parallelism:
-memory model against measured peaks (CPU)"; ``--from-results`` re-renders the section only.
+memory model against measured peaks (CPU)", beside the previous run's predictions and errors (kept in the
+results file as ``before``); ``--from-results`` re-renders the section only.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import socket
@@ -32,10 +37,11 @@ from srifty.artifacts import atomic_write_text
 SECTION = "Sharded data parallelism: memory model against measured peaks (CPU)"
 RESULTS = ROOT / "benchmarks" / "results" / "fsdp_memory.json"
 PROFILES = ROOT / "benchmarks" / "results" / "fsdp_memory_profiles"
-#: (zoo factory, profile arguments)
+#: name: (``module:factory``, profile arguments)
 MODELS = {
-    "tiny_decoder": ("--max-batch", "16"),
-    "decoder": ("--max-batch", "8"),
+    "tiny_decoder": ("srifty.compute.zoo:tiny_decoder", ("--max-batch", "16")),
+    "decoder": ("srifty.compute.zoo:decoder", ("--max-batch", "8")),
+    "deep_decoder": ("benchmarks.fsdp_memory:deep_decoder", ("--max-batch", "8")),
 }
 #: (strategy, ranks, shard group, checkpointing)
 LAYOUTS = [
@@ -44,8 +50,20 @@ LAYOUTS = [
     ("fsdp", 4, 4, False),
     ("hsdp", 4, 2, False),
     ("fsdp", 2, 2, True),
+    ("fsdp", 4, 4, True),
+    ("ddp", 2, 1, True),
 ]
 BATCHES = (2, 8)
+#: What identifies a row across runs.
+KEY = ("model", "strategy", "ranks", "shard_group", "checkpointing", "local_batch")
+
+
+def deep_decoder() -> Any:
+    """The held-out model: a decoder of 12 blocks of width 192 (vocab 4096, 64 tokens, about 6.9 M parameters,
+    a root of 1.6 M), deeper and narrower than ``decoder`` (6 blocks of width 256, a root of 1.1 M)."""
+    from srifty.compute import zoo
+
+    return zoo.decoder(vocab=4096, dim=192, depth=12, heads=6, seq_len=64)
 
 
 def profile(model: str) -> Path:
@@ -53,8 +71,9 @@ def profile(model: str) -> Path:
     path = PROFILES / f"{model}.json"
     if not path.is_file():
         PROFILES.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "srifty.cli.main", "profile", "--model", f"srifty.compute.zoo:{model}"]
-        cmd += [*MODELS[model], "--optimizer", "adam", "--threads", "1", "--checkpointing", "--no-op-counts"]
+        factory, args = MODELS[model]
+        cmd = [sys.executable, "-m", "srifty.cli.main", "profile", "--model", factory]
+        cmd += [*args, "--optimizer", "adam", "--threads", "1", "--checkpointing", "--no-op-counts"]
         subprocess.run([*cmd, "--out", str(path)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return path
 
@@ -68,7 +87,7 @@ def measure(model: str, strategy: str, ranks: int, shard: int, checkpointing: bo
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "GLOO_SOCKET_IFNAME": "lo",
-        "FSDP_MEMORY_MODEL": model,
+        "FSDP_MEMORY_MODEL": MODELS[model][0],
         "FSDP_MEMORY_BATCH": str(batch),
         "SRIFTY_PARALLELISM": strategy,
         "SRIFTY_SHARD_GROUP_SIZE": str(shard),
@@ -85,20 +104,33 @@ def measure(model: str, strategy: str, ranks: int, shard: int, checkpointing: bo
 
 
 def predict(path: Path, strategy: str, shard: int, checkpointing: bool, batch: int) -> dict[str, Any]:
+    """The model's peak and its moments (bytes), the peak's parts and which moment it is."""
     from srifty.compute import load_profile
-    from srifty.compute.sharding import MemoryOptions, forward_peak, memory_inputs, peak_memory, step_peak
+    from srifty.compute.sharding import (
+        MemoryOptions,
+        backward_peak,
+        forward_peak,
+        memory_inputs,
+        peak_memory,
+        step_peak,
+    )
 
     inputs = memory_inputs(load_profile(path))
     options = MemoryOptions(strategy, shard if strategy != "ddp" else 1, checkpointing, "tensor")  # type: ignore[arg-type]
+    peak = peak_memory(inputs, options, batch)
+    backward = backward_peak(inputs, options, batch)
     return {
-        "predicted_bytes": peak_memory(inputs, options, batch).total_bytes,
+        "predicted_bytes": peak.total_bytes,
         "predicted_forward_bytes": forward_peak(inputs, options, batch).total_bytes,
+        "predicted_backward_bytes": backward.total_bytes if backward else None,
         "predicted_step_bytes": step_peak(inputs, options).total_bytes,
-        "breakdown": peak_memory(inputs, options, batch).describe(),
+        "phase": peak.phase,
+        "breakdown_bytes": {k: v for k, v in dataclasses.asdict(peak).items() if k != "phase"},
     }
 
 
-def run() -> dict[str, Any]:
+def run(before: dict[str, Any] | None) -> dict[str, Any]:
+    """Measure and predict every case; ``before``: the previous run's results, kept beside them."""
     rows = []
     for model in MODELS:
         path = profile(model)
@@ -112,35 +144,65 @@ def run() -> dict[str, Any]:
                        "ranks_measured": ranks_peaks, **predicted}  # fmt: skip
                 row["error"] = row["predicted_bytes"] / measured - 1.0
                 rows.append(row)
+                case = f"{model} {strategy} x{ranks}{' ckpt' if checkpointing else ''} b{batch}"
                 said = f"measured {measured / 2**20:.1f} MiB, predicted {row['predicted_bytes'] / 2**20:.1f} MiB"
-                print(f"{model} {strategy} x{ranks} b{batch}: {said} ({100 * row['error']:+.1f} %)", flush=True)
-    return {"machine": machine_description(), "rows": rows}
+                print(f"{case}: {said} ({100 * row['error']:+.1f} %)", flush=True)
+    results: dict[str, Any] = {"machine": machine_description(), "rows": rows}
+    if before:
+        results["before"] = {"machine": before["machine"], "rows": [_brief(r) for r in before["rows"]]}
+    return results
+
+
+def _brief(row: dict[str, Any]) -> dict[str, Any]:
+    """What a later run keeps of a row to show beside its own: the key, measured and predicted peaks."""
+    return {k: row[k] for k in (*KEY, "measured_bytes", "predicted_bytes", "error")}
+
+
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row[k] for k in KEY)
 
 
 def render(results: dict[str, Any]) -> str:
     rows = results["rows"]
+    before = results.get("before")
+    earlier = {_key(r): r for r in before["rows"]} if before else {}
     errors = [abs(r["error"]) for r in rows]
     lines = [
         "Per-GPU peak memory predicted by srifty's memory model (`srifty.compute.sharding.peak_memory`, from each",
         "model's one-process CPU profile) against the peak measured on every rank of a real run (`torchrun`, gloo",
-        "on 127.0.0.1, `srifty.torch.fsdp.parallelize`, AdamW; the CPU allocator's counter as the torch profiler",
-        "reports it, from before the model is built; the highest rank). Goal: within 10 %.",
+        "on 127.0.0.1, `srifty.torch.fsdp.parallelize`, AdamW; DDP: the CPU allocator's counter as the torch",
+        "profiler reports it, from before the model is built; FSDP/HSDP: `FSDPMemTracker`; the highest rank).",
+        "Goal: within 10 %. `deep_decoder` (12 blocks) is held out: the model was not built on it. The phase is",
+        "the moment the model predicts as the peak: the turn from forward to backward, a block's backward, or",
+        "the optimizer step.",
         "",
         "| model | strategy | ranks | shard group | checkpointing | local batch | measured MiB | predicted MiB "
-        "| error |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| error | phase | before: predicted MiB | before: error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        old = earlier.get(_key(r))
+        was = f"{old['predicted_bytes'] / 2**20:.1f} | {100 * old['error']:+.1f} %" if old else "— | —"
         lines.append(
             f"| {r['model']} | {r['strategy']} | {r['ranks']} | {r['shard_group']} | "
             f"{'yes' if r['checkpointing'] else 'no'} | {r['local_batch']} | {r['measured_bytes'] / 2**20:.1f} | "
-            f"{r['predicted_bytes'] / 2**20:.1f} | {100 * r['error']:+.1f} % |"
+            f"{r['predicted_bytes'] / 2**20:.1f} | {100 * r['error']:+.1f} % | {r.get('phase', '—')} | {was} |"
         )
     lines += [
         "",
         f"Absolute error: median {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} % over "
         f"{len(rows)} configurations ({sum(e <= 0.10 for e in errors)} within 10 %).",
         *_missed(rows),
+    ]
+    if before:
+        olds = [abs(r["error"]) for r in before["rows"]]
+        lines += [
+            "",
+            f"Before (the previous run, {before['machine'].rsplit(', ', 1)[-1]}; — where it did not run the case): "
+            f"median {100 * statistics.median(olds):.1f} %, largest {100 * max(olds):.1f} % over {len(olds)} "
+            f"configurations ({sum(e <= 0.10 for e in olds)} within 10 %).",
+        ]
+    lines += [
         "",
         "Command: `nice -n 19 python -m benchmarks.fsdp_memory` (peak memory does not depend on the load: no CPU "
         "lock). Machine: " + results["machine"] + ".",
@@ -168,7 +230,7 @@ def main() -> None:
     if args.from_results:
         results = json.loads(RESULTS.read_text())
     else:
-        results = run()
+        results = run(json.loads(RESULTS.read_text()) if RESULTS.is_file() else None)
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(RESULTS, json.dumps(results, indent=1))
     write_section(SECTION, render(results))
