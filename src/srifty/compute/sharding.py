@@ -34,10 +34,11 @@ reduce-scatter is issued) and the sharded gradients of the ``n−1−k`` blocks 
 ``(P·p + P·o)/d + c·(U_root + U_max + [k≥1]·U_max) + [k≤n−2]·p·U_max + (n−1−k)·p·U_max/d + W + A·b``. DDP
 holds the whole state, its buckets and the gradients of the blocks done: ``2·P·p + P·o + (n−1−k)·p·U_max + W
 + A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in
-{0, 1, n−2, n−1} suffices). The one-block-at-a-time gradients that the profile's own backward holds at its peak
-are in ``A`` and ``W``, measured. Without checkpointing the same moments are priced with the checkpointed
-``A`` (what backward holds at least: checkpointing only frees activations), or none where it was not
-measured; there the turn of forward to backward, with every activation held, is the peak.
+{0, 1, n−2, n−1} suffices). Not added apart: block ``k``'s own gradient as it accumulates and the root's
+gradients made before the blocks' (the head's), which the one-process profile's backward holds as well and so
+are taken to be within its measured ``W + A·b``. Without checkpointing the same moments are priced with the
+checkpointed ``A`` (what backward holds at least: checkpointing only frees activations), or with ``W`` alone
+where that was not measured; there the turn from forward to backward, every activation held, is the peak.
 
 ``t`` is Adam's temporaries (SGD with momentum updates in place, ``t = 0``): two copies of the largest
 parameter tensor in the single-tensor step torch runs on a CPU; one copy of the (sharded) parameters in the
@@ -141,11 +142,13 @@ class MemoryBreakdown:
 
     Attributes:
         parameters_bytes: parameters held (a shard, plus gathered units for FSDP).
-        gradients_bytes: gradients held at the peak (0 at a forward/backward peak under DDP; FSDP's
-            unsharded gradient of the computing block).
+        gradients_bytes: gradients held at the peak (at the turn from forward to backward: 0 under DDP,
+            FSDP's unsharded gradient of the computing block; in a block's backward: the gradients of the
+            blocks done, a shard of each under FSDP).
         optimizer_bytes: optimizer state (a shard under FSDP) plus the step's temporaries at a step peak.
         activations_bytes: activations kept for backward.
-        buffers_bytes: communication buffers (DDP's gradient buckets).
+        buffers_bytes: communication buffers (DDP's gradient buckets; in a block's backward under FSDP, the
+            previous block's gradient waiting as the input of its reduce-scatter).
         workspace_bytes: the measured rest (inputs, workspace, allocator slack).
         phase: ``"forward"`` (the turn from forward to backward), ``"backward"`` (a block's backward, see
             :func:`backward_peak`) or ``"step"``: which moment is the peak.
