@@ -13,7 +13,7 @@ Models: ``tiny_decoder`` and ``decoder`` of the zoo, and :func:`deep_decoder` (1
 smaller than its blocks together), which no part of the memory model was built on: a held-out check.
 
 Peak memory does not depend on the machine's load, so no CPU lock is needed: ``nice -n 19 python -m
-benchmarks.fsdp_memory`` (about 50 min on the busy 2-core machine).
+benchmarks.fsdp_memory`` (about 30 min on the busy 2-core machine).
 Writes ``benchmarks/results/fsdp_memory.json`` and the BENCHMARKS.md section "Sharded data parallelism:
 memory model against measured peaks (CPU)", beside the previous run's predictions and errors (kept in the
 results file as ``before``); ``--from-results`` re-renders the section only.
