@@ -7,10 +7,11 @@ each is the most bytes the allocator held, counted from the start, inside the ph
 ``FSDPMemTracker`` over the same iteration. The allocator counter cannot measure them: frees made on gloo's
 worker threads (where FSDP2's collectives release their buffers) are not in the profiler's record, so the
 count only rises; it read 10-40 % above the tracker, differently on each rank. Rank 0 prints every rank's
-peaks as one JSON line. Environment: ``FSDP_MEMORY_MODEL`` (a ``srifty.compute.zoo`` factory name),
+peaks as one JSON line. Environment: ``FSDP_MEMORY_MODEL`` (a factory, ``module:name``),
 ``FSDP_MEMORY_BATCH`` (local batch), and the ``SRIFTY_*`` strategy variables of ``srifty.torch.fsdp``.
 """
 
+import importlib
 import json
 import os
 import warnings
@@ -21,7 +22,6 @@ import torch
 import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from srifty.compute import zoo
 from srifty.torch.fsdp import parallelize
 
 PHASES = ("srifty.fwbw", "srifty.step")
@@ -32,7 +32,8 @@ def main() -> None:
     prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     prof.start()
     dist.init_process_group("gloo")
-    model, make_batch, loss_fn = getattr(zoo, os.environ["FSDP_MEMORY_MODEL"])()
+    module, name = os.environ["FSDP_MEMORY_MODEL"].split(":")
+    model, make_batch, loss_fn = getattr(importlib.import_module(module), name)()
     batch = int(os.environ["FSDP_MEMORY_BATCH"])
     run = parallelize(model, weight=1.0 / dist.get_world_size())
     optimizer = torch.optim.AdamW(run.model.parameters(), lr=1e-4, foreach=False)

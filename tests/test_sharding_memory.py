@@ -15,6 +15,7 @@ from srifty.compute.profile import ParamInfo
 from srifty.compute.sharding import (
     MemoryInputs,
     MemoryOptions,
+    backward_peak,
     forward_peak,
     gpu_options,
     max_batch_for,
@@ -84,6 +85,49 @@ def test_fsdp_shards_the_state_and_gathers_the_root_and_two_blocks() -> None:
     assert forward.gradients_bytes == pytest.approx(2.0 * 50e6)
     assert forward.optimizer_bytes == pytest.approx(8e9 / 8)
     assert step_peak(inputs, gpu_options("fsdp", 8)).total_bytes == pytest.approx((4e9 + 4e9 + 8e9 + 4e9) / 8)
+
+
+def test_checkpointed_fsdp_peaks_in_backward_with_done_gradients_a_prefetch_and_a_reduce_scatter_buffer() -> None:
+    # 16 blocks of 50 M parameters (fp32 kept, bf16 gathered), a 200 M root, sharded over 8, batch 1: at block
+    # 1 of 16 the root and two blocks are gathered (block 1, block 0 ahead), block 2's fp32 gradient waits for
+    # its reduce-scatter, and 14 blocks' gradients are done (a shard each)
+    inputs = _inputs()
+    options = gpu_options("fsdp", 8, checkpointing=True)
+    backward = backward_peak(inputs, options, 1)
+    assert backward is not None and backward.phase == "backward"
+    assert backward.parameters_bytes == pytest.approx(4e9 / 8 + 2.0 * (200e6 + 2 * 50e6))
+    assert backward.gradients_bytes == pytest.approx(14 * 4.0 * 50e6 / 8)
+    assert backward.buffers_bytes == pytest.approx(4.0 * 50e6)
+    assert backward.activations_bytes == pytest.approx(3e8) and backward.workspace_bytes == pytest.approx(1e9)
+    assert backward.total_bytes == pytest.approx(3.95e9)
+    assert peak_memory(inputs, options, 1) == backward  # above the turn (3.4e9) and the step (2.5e9)
+    assert forward_peak(inputs, options, 1).total_bytes == pytest.approx(3.4e9)
+    # DDP holds every gradient but the first block's at its last block: with the whole state and its buckets
+    ddp = backward_peak(inputs, MemoryOptions("ddp", 1, True), 1)
+    assert ddp is not None and ddp.total_bytes == pytest.approx(4e9 + 15 * 2e8 + 8e9 + 4e9 + 3e8 + 1e9)
+    # without checkpointing backward holds at least the checkpointed activations; the turn stays the peak
+    plain = backward_peak(inputs, gpu_options("fsdp", 8), 2)
+    assert plain is not None and plain.activations_bytes == pytest.approx(2 * 3e8)
+    assert peak_memory(inputs, gpu_options("fsdp", 8), 2).phase == "forward"
+    # two blocks: at block 0 nothing to prefetch, block 1's gradient reducing and its shard done (3.525e9) beat
+    # block 1, which has no reduce-scatter waiting and nothing done (3.4e9)
+    two = backward_peak(_inputs(n_units=3), options, 1)
+    assert two is not None and two.total_bytes == pytest.approx(
+        4e9 / 8 + 2.0 * (200e6 + 50e6) + 4.0 * 50e6 / 8 + 4.0 * 50e6 + 8e9 / 8 + 3e8 + 1e9
+    )
+    assert backward_peak(_inputs(n_units=1, max_unit_numel=0), options, 1) is None  # the root alone
+
+
+def test_the_largest_batch_is_bounded_by_the_backward_moment_under_checkpointing() -> None:
+    inputs = _inputs()
+    options = gpu_options("fsdp", 8, checkpointing=True)
+    capacity = 24 * GIB
+    batch = max_batch_for(inputs, options, capacity)
+    room = usable_bytes(capacity)
+    at_zero = backward_peak(inputs, options, 0)
+    assert at_zero is not None
+    assert batch == int((room - at_zero.total_bytes) // 3e8)  # the backward line binds, not the turn's
+    assert peak_memory(inputs, options, batch).total_bytes <= room < peak_memory(inputs, options, batch + 1).total_bytes
 
 
 @settings(max_examples=60, deadline=None)

@@ -25,6 +25,21 @@ root's and the largest block's parameter counts. Two moments of the iteration ca
   gathered, and the first block's unsharded gradient waits for its reduce-scatter, as ``FSDPMemTracker``
   sees FSDP2 hold them) and step ``(P·p + P·o + G)/d + t/d``.
 
+A third moment, later in backward (:func:`backward_peak`), is the peak under activation checkpointing, where
+``A`` is small. Backward runs the ``n`` blocks from last to first; while block ``k`` (``0`` the first) is
+recomputed and differentiated, FSDP holds, besides its shard and ``W + A·b``: the root and block ``k``
+gathered, block ``k−1`` gathered ahead (the backward prefetch, for ``k ≥ 1``), block ``k+1``'s gradient as
+the input of its reduce-scatter (``p`` bytes a parameter: fp32, for ``k ≤ n−2``; FSDP2 keeps it until the next
+reduce-scatter is issued) and the sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each:
+``(P·p + P·o)/d + c·(U_root + U_max + [k≥1]·U_max) + [k≤n−2]·p·U_max + (n−1−k)·p·U_max/d + W + A·b``. DDP
+holds the whole state, its buckets and the gradients of the blocks done: ``2·P·p + P·o + (n−1−k)·p·U_max + W
++ A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in
+{0, 1, n−2, n−1} suffices). Not added apart: block ``k``'s own gradient as it accumulates and the root's
+gradients made before the blocks' (the head's), which the one-process profile's backward holds as well and so
+are taken to be within its measured ``W + A·b``. Without checkpointing the same moments are priced with the
+checkpointed ``A`` (what backward holds at least: checkpointing only frees activations), or with ``W`` alone
+where that was not measured; there the turn from forward to backward, every activation held, is the peak.
+
 ``t`` is Adam's temporaries (SGD with momentum updates in place, ``t = 0``): two copies of the largest
 parameter tensor in the single-tensor step torch runs on a CPU; one copy of the (sharded) parameters in the
 ``foreach`` step torch runs on a GPU, which plans for GPUs take (:func:`gpu_options`). A GPU also loses memory
@@ -127,13 +142,16 @@ class MemoryBreakdown:
 
     Attributes:
         parameters_bytes: parameters held (a shard, plus gathered units for FSDP).
-        gradients_bytes: gradients held at the peak (0 at a forward/backward peak under DDP; FSDP's
-            unsharded gradient of the computing block).
+        gradients_bytes: gradients held at the peak (at the turn from forward to backward: 0 under DDP,
+            FSDP's unsharded gradient of the computing block; in a block's backward: the gradients of the
+            blocks done, a shard of each under FSDP).
         optimizer_bytes: optimizer state (a shard under FSDP) plus the step's temporaries at a step peak.
         activations_bytes: activations kept for backward.
-        buffers_bytes: communication buffers (DDP's gradient buckets).
+        buffers_bytes: communication buffers (DDP's gradient buckets; in a block's backward under FSDP, the
+            previous block's gradient waiting as the input of its reduce-scatter).
         workspace_bytes: the measured rest (inputs, workspace, allocator slack).
-        phase: ``"forward"`` or ``"step"``: which moment is the peak.
+        phase: ``"forward"`` (the turn from forward to backward), ``"backward"`` (a block's backward, see
+            :func:`backward_peak`) or ``"step"``: which moment is the peak.
     """
 
     parameters_bytes: float
@@ -203,6 +221,16 @@ class MemoryInputs:
     per_sample_bytes: float
     checkpointed_per_sample_bytes: float | None = None
     step_makes_temporaries: bool = True
+
+    @property
+    def n_blocks(self) -> int:
+        """The repeated blocks among the units (every unit but the root)."""
+        return self.n_units - (1 if self.root_numel > 0 else 0)
+
+    @property
+    def param_bytes_each(self) -> float:
+        """``p``: bytes of one parameter as kept (and, under FSDP, of one gradient as reduced)."""
+        return self.param_bytes / max(self.n_params, 1)
 
 
 def optimizer_state_bytes(optimizer: str) -> float:
@@ -298,6 +326,14 @@ def _per_sample(inputs: MemoryInputs, options: MemoryOptions) -> float:
     return inputs.checkpointed_per_sample_bytes
 
 
+def _backward_per_sample(inputs: MemoryInputs, options: MemoryOptions) -> float:
+    """Activation bytes a sample adds while backward runs the blocks: the checkpointed ``A``; without
+    checkpointing, at least that (where measured), as checkpointing only frees activations."""
+    if options.checkpointing:
+        return _per_sample(inputs, options)
+    return min(inputs.checkpointed_per_sample_bytes or 0.0, inputs.per_sample_bytes)
+
+
 def forward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) -> MemoryBreakdown:
     """The peak around the end of forward and the start of backward, at local ``batch``.
 
@@ -328,6 +364,39 @@ def forward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) -> 
     )
 
 
+def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) -> MemoryBreakdown | None:
+    """The peak while backward runs the blocks, at local ``batch`` (see the module docstring): the largest over
+    the block ``k`` being differentiated. ``None`` for a model without blocks.
+
+    Raises:
+        ProfileError: checkpointing asked for where the profile did not measure it.
+    """
+    n = inputs.n_blocks
+    if n < 1:
+        return None
+    per_sample = _backward_per_sample(inputs, options)
+    block = inputs.param_bytes_each * inputs.max_unit_numel
+    best: MemoryBreakdown | None = None
+    for k in sorted({0, 1, n - 2, n - 1} & set(range(n))):
+        done = (n - 1 - k) * block
+        if options.strategy == "ddp":
+            parts = (inputs.param_bytes, done, inputs.optimizer_bytes, inputs.param_bytes)
+        else:
+            d = float(options.shard_size)
+            gathered = inputs.compute_param_bytes_each * (
+                inputs.root_numel + inputs.max_unit_numel * (2 if k >= 1 else 1)
+            )
+            reducing = block if k <= n - 2 else 0.0
+            parts = (inputs.param_bytes / d + gathered, done / d, inputs.optimizer_bytes / d, reducing)
+        params, grads, optimizer, buffers = parts
+        here = MemoryBreakdown(
+            params, grads, optimizer, per_sample * batch, buffers, inputs.workspace_bytes, "backward"
+        )
+        if best is None or here.total_bytes > best.total_bytes:
+            best = here
+    return best
+
+
 def step_peak(inputs: MemoryInputs, options: MemoryOptions) -> MemoryBreakdown:
     """The peak during the optimizer step (it does not depend on the batch)."""
     grads = inputs.param_bytes
@@ -343,14 +412,19 @@ def step_peak(inputs: MemoryInputs, options: MemoryOptions) -> MemoryBreakdown:
 
 
 def peak_memory(inputs: MemoryInputs, options: MemoryOptions, batch: float) -> MemoryBreakdown:
-    """Predicted peak bytes per GPU at local ``batch``: the larger of :func:`forward_peak` and :func:`step_peak`.
+    """Predicted peak bytes per GPU at local ``batch``: the largest of :func:`forward_peak`,
+    :func:`backward_peak` and :func:`step_peak`.
 
     Raises:
         ProfileError: checkpointing asked for where the profile did not measure it.
     """
-    forward = forward_peak(inputs, options, batch)
-    step = step_peak(inputs, options)
-    return forward if forward.total_bytes >= step.total_bytes else step
+    return max(_moments(inputs, options, batch), key=lambda m: m.total_bytes)
+
+
+def _moments(inputs: MemoryInputs, options: MemoryOptions, batch: float) -> list[MemoryBreakdown]:
+    """The breakdowns of every moment that can be the peak (the first of equals wins :func:`peak_memory`)."""
+    backward = backward_peak(inputs, options, batch)
+    return [forward_peak(inputs, options, batch), *([backward] if backward else []), step_peak(inputs, options)]
 
 
 def usable_bytes(capacity_bytes: float, on_gpu: bool = True) -> float:
@@ -373,13 +447,21 @@ def max_batch_for(inputs: MemoryInputs, options: MemoryOptions, capacity_bytes: 
         ProfileError: checkpointing asked for where the profile did not measure it.
     """
     room = usable_bytes(capacity_bytes, on_gpu)
-    base = forward_peak(inputs, options, 0.0).total_bytes
-    if max(base, step_peak(inputs, options).total_bytes) > room:
+    at_zero = _moments(inputs, options, 0.0)
+    if max(m.total_bytes for m in at_zero) > room:
         return 0
-    per_sample = _per_sample(inputs, options)
-    if per_sample <= 0:
-        return UNBOUNDED_BATCH
-    return min(math.floor((room - base) / per_sample + 1e-9), UNBOUNDED_BATCH)
+    batch = UNBOUNDED_BATCH
+    # every moment's bytes are a line in the batch: its value at 0 and its per-sample activations
+    for moment in at_zero:
+        per_sample = _moment_per_sample(inputs, options, moment.phase)
+        if per_sample > 0:
+            batch = min(batch, math.floor((room - moment.total_bytes) / per_sample + 1e-9))
+    return batch
+
+
+def _moment_per_sample(inputs: MemoryInputs, options: MemoryOptions, phase: str) -> float:
+    """Bytes one more sample adds to the moment ``phase`` of :func:`_moments`."""
+    return {"forward": _per_sample, "backward": _backward_per_sample}.get(phase, lambda *_: 0.0)(inputs, options)
 
 
 def min_shard_size(inputs: MemoryInputs, capacity_bytes: float, checkpointing: bool = False, cap: int = 4096) -> int:
