@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srifty.runtime.cluster import HostFault
+from srifty.runtime import HostFault
 from srifty.runtime.cluster_api import run_cluster_job
 from srifty.runtime.decisions import DecisionLog
 from srifty.runtime.launchers import NetnsLauncher

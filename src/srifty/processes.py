@@ -146,6 +146,12 @@ def end_processes(pids: list[int], grace_s: float = 3.0) -> list[int]:
     return alive
 
 
+def end_marked(variable: str, grace_s: float = 3.0) -> list[int]:
+    """End this machine's processes still carrying ``variable`` (a dead owner's mark, :func:`pids_marked`) as
+    :func:`end_processes` does; returns the pids that were alive."""
+    return end_processes(pids_marked(variable), grace_s)
+
+
 class ProcessGuard:
     """Starts processes marked as this guard's, and ends all of them (and theirs) on exit.
 

@@ -26,7 +26,7 @@ from srifty.plan import (
     spec_area,
     spec_config,
 )
-from srifty.processes import describe, end_processes, is_alive, pids_marked
+from srifty.processes import describe, end_marked, is_alive
 from srifty.runtime.checkpoint_interval import MAX_LOSS_SHARE, checkpoint_interval_iters, loss_events_per_hour
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import Decision, DecisionLog
@@ -248,7 +248,7 @@ def resume_local_job(run_dir: str | Path, state: LocalRunState, report: Reporter
     if pid and pid != os.getpid() and is_alive(pid) and "srifty" in describe(pid):
         raise SpecError(f"the run in {out} is still controlled by {describe(pid)}; stop it before resuming.")
     spec = load_spec(state.spec_path)
-    ended = [describe(p) for p in end_processes([p for p in pids_marked(state.mark) if is_alive(p)])]
+    ended = [describe(p) for p in end_marked(state.mark)]
     config = state.config_in(load_catalog())
     marker = read_latest(out / "checkpoints")
     step = 0 if marker is None else int(marker["step"])

@@ -32,23 +32,21 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from srifty.catalog import load_catalog
 from srifty.errors import SpecError, SriftyError
-from srifty.processes import ProcessGuard, end_processes, is_alive, pids_marked
-from srifty.runtime.cluster_launch import Launch
-from srifty.runtime.controller import Controller, Replanner, SlowHostFinder
+from srifty.runtime.cluster_controller import cluster_controller
+from srifty.runtime.cluster_launch import Launch, host_env
+from srifty.runtime.controller import Replanner
 from srifty.runtime.cpu_quota import QuotaGroups
-from srifty.runtime.decisions import Decision, DecisionLog
-from srifty.runtime.endpoint import ControllerEndpoint
-from srifty.runtime.faults import HostFault, Injector, inject_locally
+from srifty.runtime.decisions import Decision
+from srifty.runtime.endpoint import Beat, ControllerEndpoint
+from srifty.runtime.faults import FireResult, HostFault, Injector, inject_locally
 from srifty.runtime.hosts import Host, assign_hosts
 from srifty.runtime.launchers import Launcher
 from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report, saved_timeline
 from srifty.runtime.state import RunState
-from srifty.runtime.torchrun import launch_env
 from srifty.spec import JobSpec
 from srifty.vocab import SpotPolicy
 
@@ -56,7 +54,7 @@ from srifty.vocab import SpotPolicy
 SETTLE_S = 3.0
 
 
-class ClusterRunner(Runner):
+class ClusterRunner(Runner[HostFault]):
     """Runs one job across hosts to completion (see the module docstring).
 
     Args:
@@ -92,16 +90,14 @@ class ClusterRunner(Runner):
         self.state = state
         self.options = state.setup.options
         now = clock() - state.started_unix
-        controller = _controller(state, spec, replan, run_dir, now, self._slow_hosts, resumed_after, policy)
-        super().__init__(controller, run_dir, clock, state.started_unix, report)
+        controller = cluster_controller(state, spec, replan, run_dir, now, self._slow_hosts, resumed_after, policy)
+        super().__init__(controller, run_dir, clock, state.started_unix, report, faults)
         self.hosts = list(hosts)
         self.launcher = launcher
-        self.faults = list(faults)
         self.inject = inject
         self.lost: list[str] = list(state.lost)
         self.launches = state.launches
         self.checkpoint_step = state.checkpoint_step
-        self.guard = ProcessGuard("run")
         self.token = secrets.token_hex(16)
         self._current: Launch | None = None
         self._endpoint: ControllerEndpoint | None = None
@@ -135,17 +131,10 @@ class ClusterRunner(Runner):
             raise SriftyError(f"cannot continue: {err}") from None
         launch_id = uuid.uuid4().hex[:12]
         endpoint.start_launch(launch_id)
-        opts = self.options
-        env = {
-            **launch_env(config, self.controller.spec.iterations, opts.ckpt_dir, opts.ckpt_every, launch_id),
-            "SRIFTY_CONTROLLER_URL": endpoint.url,
-            "SRIFTY_CONTROLLER_TOKEN": self.token,
-            "SRIFTY_LEASE_S": f"{self.options.lease_s:g}",
-            "PYTHONUNBUFFERED": "1",
-            **{name: os.environ[name] for name in self.options.forward_env if name in os.environ},
-            **self.launcher.env,
-            self.guard.variable: "1",  # the mark travels to remote hosts too (ssh), so they can be ended there
-        }
+        env = host_env(
+            config, self.controller.spec.iterations, self.options, launch_id, (endpoint.url, self.token),
+            self.launcher.env, self.guard.variable,
+        )  # fmt: skip
         first = {} if self.launches else {"target_iterations": self.controller.spec.iterations}
         self.event("launch", config=config.notation(), hosts=[h.address for h in hosts], **first)
         setup = self.state.setup
@@ -168,30 +157,7 @@ class ClusterRunner(Runner):
         skip = [a for a in self.lost if a not in {h.address for h in reachable}]
         self.warnings += launch.end_remote(self.launcher, self.guard.variable, self.options.check_timeout_s, skip)
         self.cpu_groups.lift_all()  # a throttled process would take seconds to act on SIGTERM
-        ended = self.guard.end()
-        if ended:
-            self.event("ended_processes", processes=ended)
-        return ended
-
-    def _fire_faults(self, launch: Launch, endpoint: ControllerEndpoint) -> None:
-        beats = endpoint.beats()
-        for fault in [f for f in self.faults if self.controller.iteration >= f.iteration]:
-            host = self.hosts[fault.host]
-            if host not in launch.hosts:
-                self.faults.remove(fault)
-                self._skip(fault, f"host {host.address} is not in the current launch")
-                continue
-            node = launch.hosts.index(host)
-            if not all(r in beats for r in launch.ranks_on(node)):
-                continue  # wait until its workers are up
-            self.faults.remove(fault)
-            kind, details = launch.inject(node, fault, self.cpu_groups, self.inject)
-            self.event(kind, **details)
-            self.report(f"injected {fault.describe()} on host {host.address} at iteration {self.controller.iteration}")
-
-    def _skip(self, fault: HostFault, why: str) -> None:
-        text = f"the {fault.kind} of host #{fault.host} at iteration {fault.iteration} was not injected: {why}"
-        self.warn(text, detail=why)
+        return self.end_started()
 
     def _slow_hosts(self) -> list[tuple[str, str, str, str]]:
         """Hosts of the current launch whose workers' compute is slow next to the others' (the controller
@@ -225,6 +191,16 @@ class ClusterRunner(Runner):
             self.save_state()
         return switch
 
+    def _fire_faults(self, launch: Launch, beats: Mapping[int, Beat]) -> None:
+        def fire(fault: HostFault) -> FireResult:
+            return launch.fire(fault, self.hosts[fault.host], beats, self.cpu_groups, self.inject)
+
+        def say(fault: HostFault) -> str:
+            where = self.hosts[fault.host].address
+            return f"injected {fault.describe()} on host {where} at iteration {self.controller.iteration}"
+
+        self.fire_due(fire, say)
+
     def _must_relaunch(self, launch: Launch) -> bool:
         """Whether the controller moved the job off ``launch``: another configuration, or a host set aside."""
         if self.controller.config.tagged() != launch.config.tagged():  # markets too: a fall back to on-demand
@@ -244,7 +220,7 @@ class ClusterRunner(Runner):
                 return "switch", []
             if self.controller.iteration > before:
                 last_progress_s = self.now()
-            self._fire_faults(launch, endpoint)
+            self._fire_faults(launch, endpoint.beats())
             if self.controller.iteration >= self.controller.spec.iterations:
                 self.cpu_groups.lift_all()  # training is done: an emulated slow VM need not also exit slowly
             codes = launch.codes()
@@ -309,10 +285,7 @@ class ClusterRunner(Runner):
         finally:
             ended = self._end_launch(self._current) if self._current is not None else []
             endpoint.close()
-            ended += self.guard.end()
-            if ended:
-                self.event("ended_processes", processes=ended)
-                self.report(f"ended {len(ended)} process(es) this run started: " + "; ".join(ended))
+            self.say_ended(ended + self.guard.end())
             for left in self.cpu_groups.remove_all():
                 self.warnings.append(f"could not remove a CPU-quota group: {left}")
             self.write_timeline()
@@ -349,55 +322,6 @@ class ClusterRunner(Runner):
             )
             self.event(decision.action, reason=decision.reason, config=decision.config)
             self.save_state()
-        for fault in self.faults:
-            self._skip(fault, f"the run finished at iteration {self.controller.iteration} first")
-        self.event("finished", config=self.controller.config.notation())
+        self.finish(self.controller.config)
         self.save_state(finished=True)
         return self.outcome()
-
-
-def _controller(
-    state: RunState,
-    spec: JobSpec,
-    replan: Replanner,
-    run_dir: Path,
-    now_s: float,
-    find_slow: SlowHostFinder,
-    resumed_after: Sequence[str] | None,
-    policy: SpotPolicy | None,
-) -> Controller:
-    """The controller of a run in ``state`` (a new run's, or a resumed one's: its decision log continued after
-    a ``resume`` decision, its progress back at the last checkpoint)."""
-    path = run_dir / "decisions.jsonl"
-    log = DecisionLog(path) if resumed_after is not None else DecisionLog.fresh(path)
-    step = state.checkpoint_step or 0
-    first = None if resumed_after is None else _resume_decision(log, now_s, step, state, resumed_after)
-    config = state.config_in(spec.region or "", spec.cloud, load_catalog())
-    controller = Controller(
-        spec, config, replan, log, window_s=state.setup.options.window_s, quotas=state.quota_map(), first=first,
-        find_slow=find_slow, set_aside=state.slow, policy=policy,
-    )  # fmt: skip
-    if resumed_after is not None:
-        controller.resume_at(step, now_s, state.spent_usd)
-    return controller
-
-
-def _resume_decision(log: DecisionLog, now_s: float, step: int, state: RunState, ended: Sequence[str]) -> Decision:
-    logged = log.read()
-    last = logged[-1].iteration if logged else 0
-    return Decision(
-        now_s,
-        step,
-        "resume",
-        f"the controller was restarted; {len(ended)} leftover process(es) of the old launch ended; continuing "
-        f"from the checkpoint at iteration {step} (the last decision was at iteration {last}, "
-        f"{len(logged)} decision(s) kept)",
-        state.config,
-        {"ended": list(ended)},
-    )
-
-
-def end_leftovers(mark: str) -> list[int]:
-    """End this machine's processes still carrying a dead controller's ``mark``; returns their pids."""
-    pids = [p for p in pids_marked(mark) if is_alive(p)]
-    return end_processes(pids)

@@ -12,7 +12,7 @@ from srifty.catalog import load_catalog
 from srifty.checkpoints import check_location, read_latest
 from srifty.errors import OptionError, SpecError
 from srifty.plan import spec_area
-from srifty.processes import describe, is_alive
+from srifty.processes import describe, end_marked, is_alive
 from srifty.runtime.api import (
     check_ckpt_every,
     check_seconds,
@@ -23,7 +23,7 @@ from srifty.runtime.api import (
     start_config,
     write_summary,
 )
-from srifty.runtime.cluster import ClusterRunner, end_leftovers
+from srifty.runtime.cluster import ClusterRunner
 from srifty.runtime.cpu_quota import remove_groups_of, unavailable
 from srifty.runtime.faults import HostFault, Injector, check_faults, inject_locally
 from srifty.runtime.hosts import Host, assign_hosts, inventory, load_hostfile, parse_hostfile
@@ -257,7 +257,7 @@ def resume_cluster_job(
     hosts = parse_hostfile(state.setup.hostfile_text or "", region, cloud, source=f"{out}/run.json host file")
     check_faults(faults, len(hosts), spec.iterations)
     check_cpu_quotas(hosts, faults, launcher)
-    ended = [describe(p) for p in end_leftovers(state.mark)]
+    ended = [describe(p) for p in end_marked(state.mark)]
     for left in remove_groups_of(state.mark.removeprefix("SRIFTY_OWNER_")):
         report(f"could not remove the killed controller's CPU-quota group {left}")
     for host in hosts:

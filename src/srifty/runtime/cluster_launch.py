@@ -21,21 +21,24 @@ from srifty.errors import SriftyError
 from srifty.processes import ProcessGuard, descendants
 from srifty.runtime.cpu_quota import QuotaGroups
 from srifty.runtime.endpoint import Beat
-from srifty.runtime.faults import HostFault, Injector
+from srifty.runtime.faults import FireResult, HostFault, Injector
 from srifty.runtime.hosts import Host
 from srifty.runtime.launchers import Launcher
+from srifty.runtime.state import ClusterOptions
 from srifty.runtime.stragglers import ComputeSamples, Straggler
 from srifty.runtime.torchrun import (
     BROKEN_COLLECTIVE,
     FENCED_EXIT,
     first_error_line,
+    host_command,
     killed_worker,
+    launch_env,
     log_size,
     rank_layout,
     read_log_from,
     worker_exit_codes,
 )
-from srifty.vocab import Config, torchrun_target
+from srifty.vocab import Config
 
 #: Every host's launch runs under :func:`srifty.processes.shield` (a local process of this machine).
 SHIELD = (sys.executable, "-m", "srifty.processes", "shield", "--")
@@ -43,18 +46,30 @@ SHIELD = (sys.executable, "-m", "srifty.processes", "shield", "--")
 FRESH_S = 2.0
 
 
-def torchrun_command(
-    python: str, hosts: Sequence[Host], node: int, port: int, train_command: Sequence[str]
-) -> list[str]:
-    """torchrun on node ``node`` of ``hosts``: static rendezvous on the first host's c10d store, so node ``i``
-    takes the ranks that follow node ``i−1``'s and each rank gets the local batch the plan gave its GPU."""
-    return [
-        python,
-        "-m", "torch.distributed.run",
-        "--nnodes", str(len(hosts)), "--node-rank", str(node), "--nproc-per-node", str(hosts[node].gpus),
-        "--master-addr", hosts[0].address, "--master-port", str(port), "--max-restarts", "0",
-        *torchrun_target(train_command),
-    ]  # fmt: skip
+def host_env(
+    config: Config,
+    iterations: int,
+    options: ClusterOptions,
+    launch_id: str,
+    controller: tuple[str, str],
+    launcher_env: Mapping[str, str],
+    mark: str,
+) -> dict[str, str]:
+    """What every worker of a multi-host launch reads: what every launch's do
+    (:func:`~srifty.runtime.torchrun.launch_env`), the controller's ``(URL, token)``, the lease (s) after which
+    a worker cut off from it ends itself, unbuffered output, the variables the run forwards from this machine
+    (``options.forward_env``, where set here), the launcher's own, and the run's ``mark`` (it travels to remote
+    hosts too (ssh), so their processes can be ended there)."""
+    return {
+        **launch_env(config, iterations, options.ckpt_dir, options.ckpt_every, launch_id),
+        "SRIFTY_CONTROLLER_URL": controller[0],
+        "SRIFTY_CONTROLLER_TOKEN": controller[1],
+        "SRIFTY_LEASE_S": f"{options.lease_s:g}",
+        "PYTHONUNBUFFERED": "1",
+        **{name: os.environ[name] for name in options.forward_env if name in os.environ},
+        **launcher_env,
+        mark: "1",
+    }
 
 
 def code_text(code: int) -> str:
@@ -102,7 +117,7 @@ class Launch:
         port = 20000 + secrets.randbelow(20000)
         procs, logs, offsets, node_of_rank = [], [], [], []
         for node, host in enumerate(hosts):
-            command = torchrun_command(launcher.python, hosts, node, port, train_command)
+            command = host_command(launcher.python, hosts, node, port, train_command)
             argv, extra = launcher.argv(host, command, env)
             log = run_dir / "hosts" / f"{host.address}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +196,18 @@ class Launch:
             return "inject_slow", {"host": host.address, "cpu": fault.cores}
         injector(fault.kind, host.address, self.worker_pids(node) if fault.kind == "partition" else pids)
         return f"inject_{fault.kind}", {"host": host.address}
+
+    def fire(
+        self, fault: HostFault, host: Host, beats: Mapping[int, Beat], quotas: QuotaGroups, injector: Injector
+    ) -> FireResult:
+        """Inject ``fault`` on ``host`` (:meth:`inject`) once every worker of its node has reported (``beats``);
+        ``None`` while one has not, why it cannot when the host is not in this launch."""
+        if host not in self.hosts:
+            return f"host {host.address} is not in the current launch"
+        node = self.hosts.index(host)
+        if not all(r in beats for r in self.ranks_on(node)):
+            return None  # wait until its workers are up
+        return self.inject(node, fault, quotas, injector)
 
     def ranks_on(self, node: int) -> list[int]:
         """The ranks node ``node`` runs."""

@@ -20,7 +20,7 @@ import re
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from srifty.errors import OptionError
 from srifty.runtime.cpu_quota import check_cores
@@ -39,6 +39,16 @@ class Fault:
     kind: Literal["preempt", "hang"]
     iteration: int
     rank: int
+
+    @property
+    def target(self) -> str:
+        """``rank 3``: what it hits, for people."""
+        return f"rank {self.rank}"
+
+    @property
+    def event_details(self) -> dict[str, object]:
+        """What a timeline event about it names besides its kind."""
+        return {"rank": self.rank}
 
     def check(self, world_size: int, iterations: int) -> None:
         """Refuse a fault that can never fire.
@@ -95,6 +105,16 @@ class HostFault:
         return cls(kind, int(match.group(2)), int(match.group(3)), cpu)
 
     @property
+    def target(self) -> str:
+        """``host #1``: what it hits, for people."""
+        return f"host #{self.host}"
+
+    @property
+    def event_details(self) -> dict[str, object]:
+        """What a timeline event about it names besides its kind (nothing: the event names the address)."""
+        return {}
+
+    @property
     def cores(self) -> float:
         """The CPU quota a slow fault leaves its host with."""
         return DEFAULT_SLOW_CPU if self.cpu is None else self.cpu
@@ -135,6 +155,12 @@ def parse_host_faults(texts: Sequence[str]) -> list[HostFault]:
     """
     return [HostFault.parse(text) for text in texts]
 
+
+#: A fault fired: the timeline event ``(kind, details)`` it makes.
+Fired: TypeAlias = tuple[str, dict[str, object]]
+#: What a launch says when asked to fire a fault: :data:`Fired`, ``None`` (not yet: its target has not
+#: started), or why it can never fire (a text).
+FireResult: TypeAlias = Fired | str | None
 
 #: Carries out a host fault: gets the kind, the host's address and the pids of its launch on this machine
 #: (for a partition, its workers only).

@@ -22,46 +22,24 @@ from a saved one continues that run (``srifty run --resume RUN_DIR``).
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from srifty.artifacts import atomic_write_text
-from srifty.checkpoints import STOP_REQUEST_FILE
 from srifty.errors import SriftyError
-from srifty.processes import ProcessGuard
 from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import Decision, DecisionLog
-from srifty.runtime.faults import Fault
+from srifty.runtime.faults import Fault, FireResult
+from srifty.runtime.local_launch import LocalLaunch, hung_rank, last_checkpoint, progress_file, read_progress
 from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report, saved_timeline
 from srifty.runtime.state import LocalRunState
-from srifty.runtime.torchrun import (
-    STARTUP_TIMEOUT_S,
-    first_error_line,
-    killed_worker,
-    launch_env,
-    log_size,
-    rank_layout,
-    read_log_from,
-    worker_exit_codes,
-)
-from srifty.vocab import Config, torchrun_target
+from srifty.runtime.torchrun import STARTUP_TIMEOUT_S, launch_env, rank_layout
+from srifty.vocab import Config
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class LocalRunner(Runner):
+class LocalRunner(Runner[Fault]):
     """Runs one job to completion across relaunches.
 
     Args:
@@ -95,18 +73,14 @@ class LocalRunner(Runner):
         elapsed_s: float = 0.0,
         resumed_after: Sequence[str] | None = None,
     ) -> None:
-        super().__init__(controller, run_dir, clock, clock() - elapsed_s, report)
+        super().__init__(controller, run_dir, clock, clock() - elapsed_s, report, faults)
         self.train_command = list(train_command)
-        self.faults = list(faults)
         self.hang_timeout_s = hang_timeout_s
         self.ckpt_every = ckpt_every
         self.max_launches = max_launches
-        self._log_offset = 0
-        self._offset = 0
+        self._offset = 0  # where the next read of progress.jsonl starts (bytes)
         self._switched: Decision | None = None  # a switch decided while the current launch runs
-        self._proc: subprocess.Popen[bytes] | None = None
-        self.guard = ProcessGuard("run")
-        self.launch_id = ""
+        self._launch: LocalLaunch | None = None  # the current (or last) launch
         self.state = state
         self.finished = False
         self._launches_before = state.launches if state is not None else 0  # a resumed run's earlier launches
@@ -115,67 +89,23 @@ class LocalRunner(Runner):
             step = state.checkpoint_step if state is not None else 0
             self.event("resume", from_iteration=step, ended=list(resumed_after))
 
-    def _launch(self, config: Config) -> subprocess.Popen[bytes]:
-        layout = rank_layout(config)
-        self.launch_id = uuid.uuid4().hex[:12]
+    def _start(self, config: Config) -> LocalLaunch:
+        launch_id = uuid.uuid4().hex[:12]
         ckpt_dir = str(self.run_dir / "checkpoints")
         env = {
             **os.environ,
-            **launch_env(config, self.controller.spec.iterations, ckpt_dir, self.ckpt_every, self.launch_id),
+            **launch_env(config, self.controller.spec.iterations, ckpt_dir, self.ckpt_every, launch_id),
             "SRIFTY_RUN_DIR": str(self.run_dir / "workers"),
         }
-        for stale in [*(self.run_dir / "workers").glob("rank*.json"), self.run_dir / "workers" / STOP_REQUEST_FILE]:
-            stale.unlink(missing_ok=True)
-        command = [
-            sys.executable, "-m", "torch.distributed.run",
-            "--nnodes=1", f"--nproc-per-node={len(layout)}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}", "--rdzv-id=srifty-local",
-            "--max-restarts=0", f"--log-dir={self.run_dir / 'torchrun'}", *torchrun_target(self.train_command),
-        ]  # fmt: skip
         spec = self.controller.spec
         first = {} if self.timeline else {"deadline_s": spec.deadline_s, "target_iterations": spec.iterations}
-        self.event("launch", config=config.notation(), world_size=len(layout), **first)
-        log_path = self.run_dir / "torchrun.log"
-        self._log_offset = log_size(log_path)
+        self.event("launch", config=config.notation(), world_size=len(rank_layout(config)), **first)
         self.launches += 1
         self.configs.append(config.notation())
         cwd = self.state.cwd if self.state is not None else None
-        with open(log_path, "ab") as log:  # the child keeps its own descriptor
-            self._proc = self.guard.popen(
-                command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd
-            )
+        self._launch = LocalLaunch.start(launch_id, config, self.train_command, self.run_dir, env, self.guard, cwd)
         self.save_state()
-        return self._proc
-
-    def _heartbeats(self) -> dict[int, dict[str, object]]:
-        return read_heartbeats(self.run_dir / "workers", self.launch_id)
-
-    def _progress_lines(self, offset: int) -> tuple[list[dict[str, object]], int]:
-        return read_progress(self.run_dir / "workers" / "progress.jsonl", offset, self.launch_id)
-
-    def _fire(self, fault: Fault, world_size: int) -> str:
-        """Inject ``fault`` if its rank has a heartbeat in this launch. Returns ``"fired"``, ``"wait"`` (the
-        rank has not started yet) or ``"skipped"`` (it cannot fire any more; a warning says why)."""
-        if fault.rank >= world_size:
-            self._skip(fault, f"rank {fault.rank} is not in the current configuration ({world_size} ranks)")
-            return "skipped"
-        beat = self._heartbeats().get(fault.rank)
-        if beat is None:
-            return "wait"
-        try:
-            pid = int(beat["pid"])  # type: ignore[call-overload]
-        except (KeyError, TypeError, ValueError):
-            return "wait"
-        if not self.guard.owns(pid):  # never signal a process this run did not start
-            self._skip(fault, f"rank {fault.rank} (pid {pid}) had already exited")
-            return "skipped"
-        os.kill(pid, signal.SIGKILL if fault.kind == "preempt" else signal.SIGSTOP)
-        self.event(f"inject_{fault.kind}", rank=fault.rank, pid=pid)
-        return "fired"
-
-    def _skip(self, fault: Fault, why: str) -> None:
-        text = f"the {fault.kind} of rank {fault.rank} at iteration {fault.iteration} was not injected: {why}"
-        self.warn(text, rank=fault.rank, detail=why)
+        return self._launch
 
     def run(self) -> RunOutcome:
         try:
@@ -186,10 +116,7 @@ class LocalRunner(Runner):
             self.interrupted(stop)
             raise
         finally:
-            ended = self.guard.end()
-            if ended:
-                self.event("ended_processes", processes=ended)
-                self.report(f"ended {len(ended)} process(es) this run started: " + "; ".join(ended))
+            self.say_ended(self.guard.end())
             self.save_state()
             self.write_timeline()
 
@@ -205,26 +132,24 @@ class LocalRunner(Runner):
         self.state.save(self.run_dir)
 
     def launch_running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._launch is not None and self._launch.running()
 
     def request_stop(self, how: str) -> None:
-        request = {"launch": self.launch_id, "signal": how}
-        atomic_write_text(self.run_dir / "workers" / STOP_REQUEST_FILE, json.dumps(request))
+        if self._launch is not None:
+            self._launch.request_stop(how)
 
     def take_progress(self) -> None:
         self._take_progress(timeline=False)
 
-    def _end_launch(self) -> None:
-        """End whatever is left of the current launch (workers torchrun did not stop)."""
-        ended = self.guard.end()
-        if ended:
-            self.event("ended_processes", processes=ended)
+    def last_checkpoint(self) -> int:
+        return last_checkpoint(self.run_dir)
 
     def _take_progress(self, timeline: bool) -> bool:
         """Feed the controller the iterations the workers reported since the last look (and add them to the
         timeline if ``timeline``); returns whether an iteration was new. A switch the controller decides while
         the launch runs (a re-plan, the spot policy) is kept for :meth:`_watch` to end the launch."""
-        lines, self._offset = self._progress_lines(self._offset)
+        launch_id = self._launch.launch_id if self._launch is not None else ""
+        lines, self._offset = read_progress(progress_file(self.run_dir), self._offset, launch_id)
         progressed = False
         for line in lines:
             iteration = int(line["iteration"])  # type: ignore[call-overload]
@@ -243,13 +168,13 @@ class LocalRunner(Runner):
         while self.controller.iteration < self.controller.spec.iterations:
             if self.launches >= self.max_launches:
                 raise SriftyError(f"gave up after {self.launches} launches; see {self.run_dir / 'torchrun.log'}")
-            proc = self._launch(config)
+            launch = self._start(config)
             layout = rank_layout(config)
-            failed_rank = self._watch(proc, len(layout))
-            self._end_launch()
-            proc.wait()
+            failed_rank = self._watch(launch, len(layout))
+            self.end_started()  # whatever is left of the launch (workers torchrun did not stop)
+            launch.proc.wait()
             self._take_progress(timeline=False)
-            if proc.returncode == 0 and self.controller.iteration >= self.controller.spec.iterations:
+            if launch.proc.returncode == 0 and self.controller.iteration >= self.controller.spec.iterations:
                 break
             switched, self._switched = self._switched, None
             if switched is not None:  # the launch was ended for the new configuration: resume from the checkpoint
@@ -258,9 +183,9 @@ class LocalRunner(Runner):
                 config = self.controller.config
                 continue
             if failed_rank is None:
-                failed_rank = self._worker_failure()
+                failed_rank = launch.failure()
             if failed_rank is None:
-                failed_rank = hung_rank(self._heartbeats()) if self._heartbeats() else (0, "unknown")
+                failed_rank = hung_rank(launch.heartbeats()) if launch.heartbeats() else (0, "unknown")
             group = config.groups[layout[failed_rank[0]][0]]
             self.rollback(self.last_checkpoint())
             if "preempted" in failed_rank[1]:
@@ -269,30 +194,29 @@ class LocalRunner(Runner):
                 decision = self.controller.on_hang(group.instance.name, group.market, self.now(), failed_rank[1])
             self.event(decision.action, reason=decision.reason, config=decision.config)
             config = self.controller.config
-        for fault in self.faults:
-            self._skip(fault, f"the run finished at iteration {self.controller.iteration} first")
-        self.event("finished", config=config.notation())
+        self.finish(config)
         return self.outcome()
 
-    def _watch(self, proc: subprocess.Popen[bytes], world_size: int) -> tuple[int, str] | None:
+    def _watch(self, launch: LocalLaunch, world_size: int) -> tuple[int, str] | None:
         """Watch a launch until torchrun exits, a worker hangs or the controller switches configurations;
         returns the failed rank and why (``None``: not known yet)."""
         failed_rank: tuple[int, str] | None = None
         last_progress = self.now()
         started = False
-        while proc.poll() is None:
+
+        def fire(fault: Fault) -> FireResult:
+            return launch.fire(fault, world_size, self.guard.owns)
+
+        while launch.running():
             time.sleep(0.1)
             if self._take_progress(timeline=True):
                 last_progress = self.now()
             if self._switched is not None:
                 break
-            for fault in [f for f in self.faults if self.controller.iteration >= f.iteration]:
-                state = self._fire(fault, world_size)
-                if state != "wait":
-                    self.faults.remove(fault)
-                if state == "fired" and fault.kind == "preempt":
+            for fault in self.fire_due(fire):
+                if fault.kind == "preempt":
                     failed_rank = (fault.rank, "preempted (injected SIGKILL)")
-            beats = self._heartbeats()
+            beats = launch.heartbeats()
             if len(beats) < world_size:  # still starting: the hang clock runs once every rank is up
                 if self.now() - last_progress > max(self.hang_timeout_s, STARTUP_TIMEOUT_S):
                     raise SriftyError(
@@ -307,92 +231,6 @@ class LocalRunner(Runner):
                 self.event("hang_detected", detail=failed_rank[1])
                 break
         return failed_rank
-
-    def _worker_failure(self) -> tuple[int, str] | None:
-        """Why torchrun failed, from its error report in this launch's part of ``torchrun.log``.
-
-        A worker killed by a signal (negative exit code) stands for a lost VM: treated as preempted. A
-        worker that exited with an error is the training command's own failure, not the cloud's: no
-        re-plan can fix it, so it stops the run.
-
-        Raises:
-            SriftyError: a worker exited with a non-zero code, with the last error line of its output.
-        """
-        path = self.run_dir / "torchrun.log"
-        text = read_log_from(path, self._log_offset)
-        codes = worker_exit_codes(text)
-        if not codes:
-            return None
-        killed = killed_worker(text)
-        if killed is not None:  # the others then fail on the broken collective: the killed one is the cause
-            return killed[0], f"rank {killed[0]} was killed by signal {killed[1]}; preempted"
-        rank, code = codes[-1]  # the report ends with the root cause
-        raise SriftyError(
-            f"the training command failed on rank {rank} with exit code {code}, which is its own error, not a "
-            f"preemption: {first_error_line(text)}. Fix the script (the full output is in {path})."
-        )
-
-    def last_checkpoint(self) -> int:
-        """The step of the last checkpoint (its ``latest`` marker; 0 for none or an unreadable one)."""
-        marker = self.run_dir / "checkpoints" / "latest"
-        try:
-            return int(json.loads(marker.read_text())["step"]) if marker.exists() else 0
-        except (OSError, ValueError, KeyError, TypeError):
-            return 0
-
-
-def this_launch(record: object, launch_id: str) -> bool:
-    """Whether a heartbeat or progress record comes from launch ``launch_id`` (records of scripts that write
-    their own, without a launch id, are taken as current)."""
-    return isinstance(record, dict) and record.get("launch", launch_id) == launch_id
-
-
-def read_heartbeats(workers: Path, launch_id: str) -> dict[int, dict[str, object]]:
-    """The latest heartbeat of each rank of launch ``launch_id`` (``workers/rank*.json``), by rank."""
-    beats = {}
-    for path in workers.glob("rank*.json"):
-        try:
-            record = json.loads(path.read_text())
-            rank = int(record["rank"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if this_launch(record, launch_id):
-            beats[rank] = record
-    return beats
-
-
-def read_progress(path: Path, offset: int, launch_id: str) -> tuple[list[dict[str, object]], int]:
-    """The progress records of launch ``launch_id`` in ``path`` from byte ``offset`` on (complete lines only),
-    and where the next read starts."""
-    if not path.exists():
-        return [], offset
-    with open(path, encoding="utf-8") as handle:
-        handle.seek(offset)
-        text = handle.read()
-    complete = text[: text.rfind("\n") + 1]
-    lines = []
-    for line in complete.splitlines():
-        try:
-            record = json.loads(line)
-            int(record["iteration"])
-        except (ValueError, KeyError, TypeError):
-            continue  # not a progress record (or a script's own stray output)
-        if this_launch(record, launch_id):
-            lines.append(record)
-    return lines, offset + len(complete.encode("utf-8"))
-
-
-def hung_rank(beats: dict[int, dict[str, object]]) -> tuple[int, str]:
-    """Which rank hung: a stopped process if there is one, else the one with the oldest heartbeat."""
-    for rank, beat in sorted(beats.items()):
-        try:
-            state = Path(f"/proc/{beat['pid']}/stat").read_text().split(")")[-1].split()[0]
-        except OSError:
-            continue
-        if state in ("T", "t"):
-            return rank, f"rank {rank} (pid {beat['pid']}) is stopped"
-    rank = min(beats, key=lambda r: float(beats[r]["time"]))  # type: ignore[arg-type]
-    return rank, f"rank {rank} has the oldest heartbeat"
 
 
 def make_log(run_dir: Path) -> DecisionLog:

@@ -1,6 +1,7 @@
 """The one interface of ``srifty run``'s runners, and what they share: the run's clock, its timeline, its
-warnings, the rollback to the last checkpoint, and what an interrupted run does (Ctrl-C, SIGTERM: ask the
-workers to checkpoint and stop, wait for them, log where the run stopped).
+warnings, the processes it started, its injected faults, the rollback to the last checkpoint, and what an
+interrupted run does (Ctrl-C, SIGTERM: ask the workers to checkpoint and stop, wait for them, log where the run
+stopped).
 
 :class:`~srifty.runtime.local.LocalRunner` (one torchrun over local processes) and
 :class:`~srifty.runtime.cluster.ClusterRunner` (one torchrun per host) implement :meth:`Runner.run`. Each
@@ -16,12 +17,16 @@ import contextlib
 import json
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from srifty.artifacts import atomic_write_text
+from srifty.processes import ProcessGuard
 from srifty.runtime.controller import Controller
+from srifty.runtime.faults import Fault, FireResult, HostFault
+from srifty.vocab import Config
 
 #: Reads a clock in seconds (``time.monotonic`` for a run that never resumes, ``time.time`` for one that may).
 Clock = Callable[[], float]
@@ -29,6 +34,8 @@ Clock = Callable[[], float]
 Reporter = Callable[[str], None]
 #: Seconds an interrupted run waits for its workers to checkpoint and stop before ending them.
 STOP_GRACE_S = 30.0
+#: The faults a runner injects: a rank's (one machine) or a host's.
+F = TypeVar("F", Fault, HostFault)
 
 
 def no_report(_: str) -> None:
@@ -47,8 +54,9 @@ class RunOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
-class Runner(abc.ABC):
-    """Runs one job to completion across launches, keeping its controller informed.
+class Runner(abc.ABC, Generic[F]):
+    """Runs one job to completion across launches, keeping its controller informed; every process it starts
+    goes through its ``guard``.
 
     Args:
         controller: tracks progress and re-plans.
@@ -56,6 +64,7 @@ class Runner(abc.ABC):
         clock: the run's clock, in seconds.
         started_at: the clock's reading when the run started (``None``: now).
         report: receives one line per notable event.
+        faults: injected faults, each fired once (or said to be skipped).
     """
 
     #: How often an interrupted run looks at its launch while it waits for the workers to stop (s).
@@ -68,6 +77,7 @@ class Runner(abc.ABC):
         clock: Clock,
         started_at: float | None = None,
         report: Reporter = no_report,
+        faults: Sequence[F] = (),
     ) -> None:
         self.controller = controller
         self.run_dir = run_dir
@@ -78,6 +88,8 @@ class Runner(abc.ABC):
         self.warnings: list[str] = []
         self.launches = 0
         self.configs: list[str] = []
+        self.faults: list[F] = list(faults)
+        self.guard = ProcessGuard("run")
 
     @abc.abstractmethod
     def run(self) -> RunOutcome:
@@ -140,11 +152,51 @@ class Runner(abc.ABC):
         entry = {"time_s": round(self.now(), 3), "iteration": iteration, "event": "iteration", "loss": loss}
         self.timeline.append(entry)
 
-    def warn(self, text: str, **event: object) -> None:
-        """A warning for the outcome and the reporter, and a ``fault_not_injected`` event with ``event``."""
+    def fire_due(self, fire: Callable[[F], FireResult], say: Callable[[F], str] | None = None) -> list[F]:
+        """Fire every fault whose iteration the run has reached through ``fire`` (the current launch's), logging
+        the event it returns (and ``say``'s line to the reporter); a fault that can never fire is skipped, one
+        whose target has not started waits. Returns the faults fired."""
+        fired = []
+        for fault in [f for f in self.faults if self.controller.iteration >= f.iteration]:
+            result = fire(fault)
+            if result is None:
+                continue
+            self.faults.remove(fault)
+            if isinstance(result, str):
+                self.skip_fault(fault, result)
+                continue
+            self.event(result[0], **result[1])
+            if say is not None:
+                self.report(say(fault))
+            fired.append(fault)
+        return fired
+
+    def skip_fault(self, fault: F, why: str) -> None:
+        """A fault that will not be injected: a warning for the outcome and the reporter, and a
+        ``fault_not_injected`` event."""
+        text = f"the {fault.kind} of {fault.target} at iteration {fault.iteration} was not injected: {why}"
         self.warnings.append(text)
-        self.event("fault_not_injected", **event)
+        self.event("fault_not_injected", **fault.event_details, detail=why)
         self.report(text)
+
+    def finish(self, config: Config) -> None:
+        """The job is done on ``config``: every fault not fired is skipped, and a ``finished`` event logged."""
+        for fault in self.faults:
+            self.skip_fault(fault, f"the run finished at iteration {self.controller.iteration} first")
+        self.event("finished", config=config.notation())
+
+    def end_started(self) -> list[str]:
+        """End every process this run started that still runs (an ``ended_processes`` event names them)."""
+        ended = self.guard.end()
+        if ended:
+            self.event("ended_processes", processes=ended)
+        return ended
+
+    def say_ended(self, ended: list[str]) -> None:
+        """On the way out: the processes ``ended`` (if any) as an ``ended_processes`` event and a report line."""
+        if ended:
+            self.event("ended_processes", processes=ended)
+            self.report(f"ended {len(ended)} process(es) this run started: " + "; ".join(ended))
 
     def rollback(self, step: int) -> None:
         """Training restarts from the checkpoint at ``step``: the controller's progress rolls back to it."""

@@ -1,16 +1,21 @@
 """What every ``srifty run`` launch has in common, whichever runner starts it: torchrun's command line and
 environment, the rank layout, and what torchrun's output says about a failure.
 
-Pure functions over configurations and text; nothing here starts a process.
+Functions over configurations and text; nothing here starts a process (:func:`local_command` only asks the
+kernel for a free port).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from srifty.vocab import Config
+from srifty.runtime.hosts import Host
+from srifty.vocab import Config, torchrun_target
 
 #: Seconds every worker gets to start (import torch, join the rendezvous) before the run gives up.
 STARTUP_TIMEOUT_S = 300.0
@@ -29,6 +34,36 @@ BROKEN_COLLECTIVE = re.compile(r"Connection (closed|reset) by peer|remote worker
 def rank_layout(config: Config) -> list[tuple[int, int]]:
     """``(group index, local batch)`` of each rank, group by group."""
     return [(i, g.local_batch) for i, g in enumerate(config.groups) for _ in range(g.n_gpus)]
+
+
+def local_command(config: Config, log_dir: Path, train_command: Sequence[str]) -> list[str]:
+    """torchrun on this machine: one node, a worker per rank of ``config``, c10d rendezvous on a free port of
+    127.0.0.1, no restarts (srifty relaunches), per-worker logs in ``log_dir``."""
+    return [
+        sys.executable, "-m", "torch.distributed.run",
+        "--nnodes=1", f"--nproc-per-node={len(rank_layout(config))}",
+        "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}", "--rdzv-id=srifty-local",
+        "--max-restarts=0", f"--log-dir={log_dir}", *torchrun_target(train_command),
+    ]  # fmt: skip
+
+
+def host_command(python: str, hosts: Sequence[Host], node: int, port: int, train_command: Sequence[str]) -> list[str]:
+    """torchrun on node ``node`` of ``hosts``: static rendezvous on the first host's c10d store, so node ``i``
+    takes the ranks that follow node ``i−1``'s and each rank gets the local batch the plan gave its GPU."""
+    return [
+        python,
+        "-m", "torch.distributed.run",
+        "--nnodes", str(len(hosts)), "--node-rank", str(node), "--nproc-per-node", str(hosts[node].gpus),
+        "--master-addr", hosts[0].address, "--master-port", str(port), "--max-restarts", "0",
+        *torchrun_target(train_command),
+    ]  # fmt: skip
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that is free now (the kernel's choice)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def torchrun_env() -> dict[str, str]:
