@@ -63,6 +63,19 @@ def _hosts(tmp_path: Path, addresses: list[str]) -> Path:
     return path
 
 
+def _mark(run_dir: Path) -> str:
+    """The mark of the run in ``run_dir`` (its last controller's, from ``run.json``)."""
+    return str(json.loads((run_dir / "run.json").read_text())["mark"])
+
+
+def _groups_of(mark: str) -> list[Path]:
+    """The CPU-quota groups of the run with ``mark`` still on this machine. Found by the run's own mark, not by
+    comparing the machine's groups before and after: other runs make and remove groups meanwhile."""
+    from srifty.runtime.cpu_quota import groups_of
+
+    return groups_of(mark.removeprefix("SRIFTY_OWNER_"))
+
+
 def _check_run(run_dir: Path, lost: str | None, ckpt_every: int = 10) -> list[dict]:
     """Every iteration 1..N finished (some twice after a rollback), the loss fell, and the decisions are whole."""
     timeline = json.loads((run_dir / "timeline.json").read_text())
@@ -151,7 +164,7 @@ def test_a_hang_with_heartbeats_arriving_loses_the_rank_furthest_behind(spec_pat
     # a hung host is still there: its processes are ended through the launcher (ssh), not left to their lease
     assert ended_on[:2] == ["127.0.0.1", "127.0.0.2"]
     assert next(e for e in timeline if e["event"] == "rollback")["to_iteration"] == 20
-    mark = json.loads((run_dir / "run.json").read_text())["mark"]
+    mark = _mark(run_dir)
     from srifty.processes import pids_marked
 
     assert pids_marked(mark) == [], "the stalled worker outlived the run"
@@ -177,10 +190,11 @@ def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decis
 ) -> None:
     """Also, where CPU quotas can be set, the killed controller's quota group (host 2 has cpu=) is removed by the
     resumed one, which does not know it by its own mark."""
-    from srifty.runtime.cpu_quota import leftover_groups, unavailable
+    from srifty.runtime.cpu_quota import unavailable
 
     hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2"])
-    if unavailable() is None:
+    quotas = unavailable() is None
+    if quotas:
         hosts.write_text(hosts.read_text().replace("127.0.0.2 g4dn.xlarge spot", "127.0.0.2 g4dn.xlarge spot cpu=2"))
     run_dir = tmp_path / "run"
     srifty = [sys.executable, "-m", "srifty.cli.main", "run"]
@@ -202,7 +216,8 @@ def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decis
     finally:
         first.send_signal(signal.SIGKILL)
         first.communicate()
-    killed_mark = json.loads((run_dir / "run.json").read_text())["mark"]
+    killed_mark = _mark(run_dir)
+    assert bool(_groups_of(killed_mark)) == quotas  # the killed controller's group is left for the resumed one
     done = subprocess.run([*srifty, "--resume", str(run_dir)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     decisions = DecisionLog(run_dir / "decisions.jsonl").read()
@@ -213,10 +228,8 @@ def test_the_controller_killed_with_sigkill_is_resumed_without_repeating_a_decis
     assert {e["iteration"] for e in timeline if e["event"] == "iteration"} >= set(range(decisions[1].iteration + 1, 61))
     again = subprocess.run([*srifty, "--resume", str(run_dir)], capture_output=True, text=True, timeout=60)
     assert again.returncode == 2 and "already finished" in again.stderr
-    # other engineers' runs make and remove groups meanwhile: only these two controllers' groups count
-    marks = {killed_mark, json.loads((run_dir / "run.json").read_text())["mark"]}
-    owners = {"".join(c if c.isalnum() else "-" for c in m.removeprefix("SRIFTY_OWNER_")) for m in marks}
-    assert not [g for g in leftover_groups() if any(g.name.startswith(f"srifty-q-{o}-") for o in owners)]
+    assert _mark(run_dir) != killed_mark
+    assert _groups_of(killed_mark) == [] and _groups_of(_mark(run_dir)) == []
 
 
 def test_a_controller_killed_during_a_partition_leaves_no_stopped_worker(spec_path: Path, tmp_path: Path) -> None:
@@ -241,7 +254,7 @@ def test_a_controller_killed_during_a_partition_leaves_no_stopped_worker(spec_pa
 
     def marked() -> list[int]:
         try:
-            return pids_marked(json.loads((run_dir / "run.json").read_text())["mark"])
+            return pids_marked(_mark(run_dir))
         except (OSError, ValueError, KeyError):
             return []
 
@@ -274,7 +287,7 @@ def test_stopping_the_controller_ends_every_host_process(sig: signal.Signals, sp
 
     try:
         assert wait_for(training, 120), "no checkpoint at iteration 10 within 120 s"
-        mark = json.loads((run_dir / "run.json").read_text())["mark"]
+        mark = _mark(run_dir)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -352,7 +365,7 @@ def test_a_slow_host_is_found_by_its_compute_time_and_set_aside(
 ) -> None:
     """The slow fault drops host 1's CPU quota mid-run; the window's optimistic bound then misses the deadline,
     the workers' compute times single host 1 out, and the job re-plans over hosts 0 and 2 (a spare)."""
-    from srifty.runtime.cpu_quota import leftover_groups, unavailable
+    from srifty.runtime.cpu_quota import unavailable
 
     if why := unavailable():
         pytest.skip(why)
@@ -362,7 +375,6 @@ def test_a_slow_host_is_found_by_its_compute_time_and_set_aside(
     monkeypatch.setenv("TRAIN_TINY_CPU_S", "0.01")  # under a 0.02-core quota: 0.5 s of wall time per step
     hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
     run_dir = tmp_path / "run"
-    before = set(leftover_groups())
     outcome = run_cluster_job(
         spec_path, TRAIN, run_dir, hosts, LocalLauncher(), config_text="2xg4dn.xlarge@32",
         faults=[HostFault("slow", 15, 1, 0.02)], window_s=8.0,
@@ -378,7 +390,8 @@ def test_a_slow_host_is_found_by_its_compute_time_and_set_aside(
     assert "127.0.0.2" not in relaunch["hosts"]
     state = json.loads((run_dir / "run.json").read_text())
     assert state["slow"] == ["127.0.0.2"] and state["lost"] == []
-    assert set(leftover_groups()) == before  # the run's quota group is removed
+    assert [e["host"] for e in timeline if e["event"] == "inject_slow"] == ["127.0.0.2"]  # a group was made
+    assert _groups_of(state["mark"]) == []  # and removed
 
 
 @needs_netns
@@ -390,7 +403,7 @@ def test_testbed_slow_fault_and_an_emulated_slower_vm(  # type: ignore[no-untype
     `ip netns exec`), and the slow fault on host 1 is found and set aside; nothing is left in the namespaces
     and the quota groups are gone."""
     from srifty.network.testbed import hosts as tb
-    from srifty.runtime.cpu_quota import leftover_groups, unavailable
+    from srifty.runtime.cpu_quota import unavailable
 
     if why := unavailable():
         pytest.skip(why)
@@ -403,7 +416,6 @@ def test_testbed_slow_fault_and_an_emulated_slower_vm(  # type: ignore[no-untype
     short.write_text(yaml.safe_dump({**yaml.safe_load(spec_path.read_text()), "iterations": 20}))
     launcher = NetnsLauncher(namespaces)
     launcher.env = {"GLOO_SOCKET_IFNAME": tb.HOST_IFACE}
-    before = set(leftover_groups())
     options = {**FAST, "forward_env": ["TRAIN_TINY_STEP_S", "TRAIN_TINY_CPU_S"]}
     run_cluster_job(
         short, TRAIN, tmp_path / "run", hosts, launcher, config_text="2xg4dn.xlarge@32",
@@ -414,6 +426,7 @@ def test_testbed_slow_fault_and_an_emulated_slower_vm(  # type: ignore[no-untype
     held = [e for e in timeline if e["event"] == "cpu_quota"]
     assert [(e["host"], e["in_quota"]) for e in held] == [(addresses[1], held[0]["processes"])], held
     assert held[0]["processes"] >= 3
+    assert _groups_of(_mark(tmp_path / "run")) == []  # host 1's group is removed with the run
 
     doc = yaml.safe_load(spec_path.read_text())
     doc["deadline_s"] = 30.0
@@ -426,7 +439,8 @@ def test_testbed_slow_fault_and_an_emulated_slower_vm(  # type: ignore[no-untype
         **options,  # type: ignore[arg-type]
     )  # fmt: skip
     assert outcome.iterations == ITERATIONS and outcome.launches == 2
-    _check_run(run_dir, None)
+    timeline = _check_run(run_dir, None)
     assert json.loads((run_dir / "run.json").read_text())["slow"] == [addresses[1]]
     assert {ns: namespace_pids(ns) for ns in namespaces.values()} == {ns: [] for ns in namespaces.values()}
-    assert set(leftover_groups()) == before
+    assert [e["host"] for e in timeline if e["event"] == "inject_slow"] == [addresses[1]]  # a group was made
+    assert _groups_of(_mark(run_dir)) == []  # and removed

@@ -150,16 +150,21 @@ class QuotaGroups:
         return left
 
 
-def remove_groups_of(owner: str) -> list[str]:
-    """Remove every quota group ``owner`` made, found by name (a killed controller's, which never removed
-    them); returns those that could not be removed. Nothing to do without a cgroup cpu controller."""
-    groups = QuotaGroups(owner)
+def groups_of(owner: str) -> list[Path]:
+    """The quota groups ``owner`` made that still exist, found by name (``owner``: a run's mark without its
+    ``SRIFTY_OWNER_`` prefix); none without a cgroup cpu controller."""
     found = cpu_root()
     if found is None:
         return []
-    for path in found[0].glob(f"{PREFIX}{groups.owner}-*"):
-        if path.is_dir():
-            groups.created[path.name] = path
+    return sorted(p for p in found[0].glob(f"{PREFIX}{QuotaGroups(owner).owner}-*") if p.is_dir())
+
+
+def remove_groups_of(owner: str) -> list[str]:
+    """Remove every quota group ``owner`` made (a killed controller's, which never removed them); returns those
+    that could not be removed."""
+    groups = QuotaGroups(owner)
+    for path in groups_of(owner):
+        groups.created[path.name] = path
     return groups.remove_all()
 
 
