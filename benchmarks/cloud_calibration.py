@@ -14,7 +14,7 @@ import time
 
 from benchmarks.common import ROOT, machine_description, write_section
 from srifty.artifacts import atomic_write_text
-from srifty.cloud.calibration import CALIBRATION_FILE, build_calibration
+from srifty.cloud.compute_constants import CALIBRATION_FILE, build_calibration
 
 OUT = ROOT / "src" / "srifty" / "cloud" / "data" / CALIBRATION_FILE
 SECTION = "Emulated cloud: calibration of its compute truth"

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from srifty.cloud import CloudError, CloudParams, EmulatedCloud, OutOfMemoryError, TimedBatch
-from srifty.cloud.calibration import load_calibration
+from srifty.cloud.compute_constants import load_calibration
 from srifty.cloud.stragglers import straggler_factors
 from srifty.vocab import make_config
 from srifty.vocab.probes import PROBE_COLUMNS
@@ -58,7 +58,7 @@ def test_a_profiling_session_hands_out_raw_measurements_only() -> None:
 
 
 def test_the_h200_truth_reproduces_the_h200_measurements() -> None:
-    from srifty.cloud.measured import h200_curves
+    from srifty.cloud.reference_data import h200_curves
 
     cloud = make_cloud(models=("resnet50", "vgg16", "hf:bert-base"))
     for model, record in (("resnet50", "resnet50"), ("vgg16", "vgg16"), ("hf:bert-base", "bert_base_seq128")):
@@ -218,7 +218,7 @@ def test_allocation_spread_of_bus_bandwidth_matches_the_paper() -> None:
 
 
 def test_the_bundled_calibration_reproduces_its_reported_fit_errors() -> None:
-    from srifty.cloud.measured import h200_curves, workloads
+    from srifty.cloud.reference_data import h200_curves, workloads
 
     cal = load_calibration()
     names = {w["model"]: w["h200_name"] for w in workloads().values()}
@@ -232,8 +232,8 @@ def test_the_bundled_calibration_reproduces_its_reported_fit_errors() -> None:
 
 
 def test_the_kernel_fit_finds_the_h200_curve_from_scratch() -> None:
-    from srifty.cloud.calibrate import fit_kernels
-    from srifty.cloud.measured import h200_curves
+    from srifty.cloud.compute_fit import fit_kernels
+    from srifty.cloud.reference_data import h200_curves
 
     fit = fit_kernels(h200_curves()["alexnet"], ops=(27, 30), seed=1, maxiter=25)
     assert fit.mape["iter"] < 0.15

@@ -67,6 +67,8 @@ def test_the_package_keeps_every_contract(tmp_path: Path) -> None:
         ({"plan/scratch.py": "from srifty.vocab.config import Config\n"}, "srifty.vocab is imported through its"),
         ({"plan/scratch.py": "from srifty.compute.latency import LatencyModel\n"}, "srifty.compute is imported"),
         ({"cli/scratch.py": "from srifty.network.testbed.hosts import vanish\n"}, "srifty.network.testbed is"),
+        ({"evaluate/scratch.py": "from srifty.cloud.emulated import EmulatedCloud\n"}, "srifty.cloud is imported"),
+        ({"cli/scratch.py": "def f():\n    from srifty.evaluate.tables import cases_rows\n"}, "srifty.evaluate is"),
         (
             {
                 "report/scratch_a.py": "import srifty.report.scratch_b\n",

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from srifty.catalog import load_catalog
 from srifty.cloud import EmulatedCloud
 from srifty.cloud.architectures import ARCHITECTURES, count, workload
-from srifty.cloud.measured import h200_curves
+from srifty.cloud.reference_data import h200_curves
 from srifty.evaluate.truth import POWERS_OF_TWO, SearchSettings, TruthJudge, rental_offers, search
 from srifty.evaluate.truth.offers import RentalOffer, cheapest_placement
 from srifty.evaluate.truth.space import Levels, OfferCurve, powers_of_two_split, wide_split

@@ -98,15 +98,18 @@ def _settings(
 
 
 def _show_seeds(run: object, title: str, out_dir: Path | None, stem: str) -> None:
-    from srifty.evaluate import save_seeds
-    from srifty.evaluate.seeds import SeedsRun, summarise, summarise_by_case, why_summary
-    from srifty.evaluate.tables import (
+    from srifty.evaluate import (
         SEEDS_CASE_HEADER,
         SEEDS_HEADER,
         WHY_HEADER,
+        SeedsRun,
+        save_seeds,
         seeds_case_rows,
         seeds_summary_rows,
+        summarise,
+        summarise_by_case,
         why_rows,
+        why_summary,
     )
 
     assert isinstance(run, SeedsRun)
@@ -144,9 +147,7 @@ def cases(
 ) -> None:
     """Plan each case with srifty and every baseline, and judge them against the true optimum (over several
     seeds with --seeds: cases.json/csv for one seed, seeds.json/csv for several)."""
-    from srifty.evaluate import run_cases, run_seeds, save_cases
-    from srifty.evaluate.cases import CaseSettings
-    from srifty.evaluate.tables import CASE_HEADER, cases_rows
+    from srifty.evaluate import CASE_HEADER, CaseSettings, cases_rows, run_cases, run_seeds, save_cases
 
     settings = _settings(seed, methods, allocations, iters, fit_trials, profiles)
     assert isinstance(settings, CaseSettings)
@@ -183,8 +184,7 @@ def suite(
 ) -> None:
     """The harder suite: generated specs (3-6 types across GPU generations, quotas up to 64, constraints near
     the Pareto front, spaces up to 10^7), every method judged over several seeds."""
-    from srifty.evaluate import generate_suite, run_seeds, write_suite
-    from srifty.evaluate.cases import CaseSettings
+    from srifty.evaluate import CaseSettings, generate_suite, run_seeds, write_suite
 
     if size < 1:
         raise SpecError(f"--size takes a positive count, got {size}.")
@@ -212,9 +212,18 @@ def accuracy(
     fit_trials: Annotated[int, typer.Option(help="Optuna trials per MTU side for the bandwidth model.")] = 4,
 ) -> None:
     """One-shot iteration-time MAPE of srifty, APM and Paleo over a configuration grid (Table 5, Figure 7)."""
-    from srifty.evaluate import AccuracySettings, run_accuracy, save_accuracy
-    from srifty.evaluate.accuracy import DEFAULT_MODELS, DEFAULT_TYPES, DEFAULT_WORLD_SIZES
-    from srifty.evaluate.tables import ACCURACY_HEADER, UNDER_HEADER, accuracy_rows, underestimation_rows
+    from srifty.evaluate import (
+        ACCURACY_HEADER,
+        DEFAULT_MODELS,
+        DEFAULT_TYPES,
+        DEFAULT_WORLD_SIZES,
+        UNDER_HEADER,
+        AccuracySettings,
+        accuracy_rows,
+        run_accuracy,
+        save_accuracy,
+        underestimation_rows,
+    )
 
     if max_batch < 1 or iters < 1 or fit_trials < 0:
         raise SpecError("--max-batch and --iters must be at least 1, --fit-trials at least 0.")

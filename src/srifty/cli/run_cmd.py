@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def show_scenario(spec_path: Path, run_dir: Path, plan_path: Path | None) -> None:
     """``--emulated``: replay the spec's scenario on the emulated cloud and print what happened."""
-    from srifty.evaluate.scenario import run_scenario
+    from srifty.evaluate import run_scenario
     from srifty.spec import load_spec
 
     if plan_path is not None:

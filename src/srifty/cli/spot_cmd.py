@@ -84,7 +84,7 @@ def eval_spot_command(
     """Judge srifty's spot policy against on_demand, spot_restart, uniform_progress and the oracle by replaying
     real spot traces on the EMULATED cloud."""
     from srifty.catalog import load_catalog
-    from srifty.evaluate.spot_eval import POLICIES, eval_spot
+    from srifty.evaluate import POLICIES, eval_spot
     from srifty.spec import load_spec
     from srifty.spot import SpotModel, load_trace
 

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from srifty.cloud.calibrate import MemoryLine
-from srifty.cloud.calibration import Calibration
+from srifty.cloud.compute_constants import Calibration
+from srifty.cloud.compute_fit import MemoryLine
 from srifty.cloud.errors import CloudError
 from srifty.cloud.hardware import REFERENCE_GPU, gpu_hardware
 from srifty.cloud.kernels import KernelModel

@@ -39,17 +39,17 @@ from srifty.cloud.allocation import (
     group_key,
     group_offsets,
 )
-from srifty.cloud.calibration import Calibration, load_calibration
 from srifty.cloud.compute import ComputeTruth, build_truth
+from srifty.cloud.compute_constants import Calibration, load_calibration
 from srifty.cloud.errors import CloudError, OutOfMemoryError
 from srifty.cloud.fabrics import family_of, intra_link_bytes_per_s, load_network_fit, node_group
 from srifty.cloud.gradients import GradientTruth, gradient_truth
 from srifty.cloud.iteration import group_computes, iteration_times_s, steady_iteration_s
-from srifty.cloud.measure import EMULATED_EPOCH_S, ProfilingSession, probe_rows
-from srifty.cloud.measured import h200_grad_ready, workloads
 from srifty.cloud.netfit import NetworkFit
 from srifty.cloud.network import LinkSetup, allreduce_phases_s
+from srifty.cloud.observations import EMULATED_EPOCH_S, ProfilingSession, probe_rows
 from srifty.cloud.params import CloudParams, HiddenDraw, named_rng
+from srifty.cloud.reference_data import h200_grad_ready, workloads
 from srifty.cloud.stragglers import straggler_factors
 from srifty.errors import did_you_mean
 from srifty.units import gbps_to_bytes_per_s, usd_for
@@ -90,7 +90,7 @@ class EmulatedCloud:
         region: where the cloud's VMs are rented.
         cloud: which catalog cloud it emulates.
         model: the model trained when a call does not name one (default: the only one in ``models``).
-        extra_workloads: workload records of models not bundled (see :func:`srifty.cloud.measured.workloads`
+        extra_workloads: workload records of models not bundled (see :func:`srifty.cloud.reference_data.workloads`
             for the form; ``srifty.evaluate`` builds them from a profile's op counts).
         calibration: the compute physics' constants (default: the bundled calibration).
         network_fit: the network truth's constants (default: the bundled fit).

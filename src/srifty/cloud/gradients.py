@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from srifty.cloud.measured import GradReady
 from srifty.cloud.params import CloudParams, named_rng
+from srifty.cloud.reference_data import GradReady
 
 FloatArray = NDArray[np.float64]
 FIRST_BUCKET_BYTES = 1 << 20

@@ -4,7 +4,7 @@ Datasheet figures: SMs, FP32 and dense TF32 tensor throughput (0 where the GPU h
 memory bandwidth and size, and the host class of the machines such a GPU is rented in (``old``: hosts of
 2019 or before, as on p3, g4dn, g5 and p4d; ``new``: 2021 on, as on the measured H200's machine). The host
 class scales the per-kernel launch time (fitted on public small-batch rows, see
-:mod:`srifty.cloud.calibrate`). Aliases name the same silicon in the public throughput rows.
+:mod:`srifty.cloud.compute_fit`). Aliases name the same silicon in the public throughput rows.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ with ``R_conv = η_tf32 · TF32 peak`` where the GPU has TF32 and ``η_fp32 · F
 ``R_mm = η_fp32 · FP32 peak``. Memory-bound kernels pay for DRAM bandwidth and for what their SMs can load
 and store (``s`` bytes/s per SM): small element-wise kernels on a large GPU are limited by the second, so
 the memory part does not simply scale with DRAM bandwidth. ``η`` and ``s`` are fitted on public throughput
-(:mod:`srifty.cloud.calibrate`). The memory part keeps at least :data:`MIN_MEMORY_SHARE` of ``T``.
+(:mod:`srifty.cloud.compute_fit`). The memory part keeps at least :data:`MIN_MEMORY_SHARE` of ``T``.
 
 **Slots, host and step.** The GPU's SMs set its slots; its host class scales the per-kernel launch time and
 the step's host span; the step's GPU span scales as the memory part does.

@@ -53,7 +53,7 @@ def probe_network(
     cloud: EmulatedCloud, instance_types: Sequence[str], seed: int, n_allocations: int = 3, max_world: int = 64
 ) -> pd.DataFrame:
     """Grid-probe every type on ``n_allocations`` allocations (world sizes up to ``max_world``)."""
-    from srifty.cloud.emulated import default_node_counts
+    from srifty.cloud import default_node_counts
 
     frames = []
     for name in sorted(set(instance_types)):

@@ -26,8 +26,7 @@ import numpy as np
 
 from srifty import __version__
 from srifty.catalog import Catalog
-from srifty.cloud import EmulatedCloud, ProfilingSession
-from srifty.cloud.measure import EMULATED_EPOCH_S
+from srifty.cloud import EMULATED_EPOCH_S, EmulatedCloud, ProfilingSession
 from srifty.compute import (
     DeviceInfo,
     ParamInfo,

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from srifty.cloud import CloudError
-from srifty.cloud.architectures import H200_NAMES
-from srifty.cloud.measured import workloads as bundled_workloads
+from srifty.cloud import H200_NAMES, CloudError
+from srifty.cloud import workloads as bundled_workloads
 from srifty.compute import Profile, load_profile
 from srifty.errors import ArtifactError, ProfileError
 

@@ -13,8 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from srifty.catalog import Catalog
-from srifty.cloud import EmulatedCloud
-from srifty.cloud.stragglers import NO_STRAGGLERS
+from srifty.cloud import NO_STRAGGLERS, EmulatedCloud
 from srifty.compute import Profile
 from srifty.evaluate.profiling import templates_for
 from srifty.evaluate.workloads import extra_workloads, profiles_in

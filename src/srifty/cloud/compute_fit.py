@@ -33,7 +33,7 @@ from scipy import optimize
 
 from srifty.cloud.hardware import REFERENCE_GPU, gpu_hardware
 from srifty.cloud.kernels import KernelModel, PhaseKernels
-from srifty.cloud.measured import MeasuredCurve, PublicRow
+from srifty.cloud.reference_data import MeasuredCurve, PublicRow
 from srifty.cloud.transfer import CountDefaults, CrossGpu, PhaseWork, carry, from_counts, memory_ms_on_reference
 
 FloatArray = NDArray[np.float64]

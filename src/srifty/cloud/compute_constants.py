@@ -1,7 +1,8 @@
 """The calibrated constants of the emulated cloud's compute physics (``data/calibration.json``) as values.
 
-``python -m benchmarks.cloud_calibration`` fits them (:mod:`srifty.cloud.calibrate`) and writes the file with every fit
-error; this module only reads and writes it. Kernel and memory entries are keyed by srifty's model names.
+``python -m benchmarks.cloud_calibration`` fits them (:mod:`srifty.cloud.compute_fit`) and writes the file with
+every fit error; this module only reads and writes it. Kernel and memory entries are keyed by srifty's model
+names.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from srifty.cloud.calibrate import MemoryLine
+from srifty.cloud.compute_fit import MemoryLine
 from srifty.cloud.errors import CloudError
 from srifty.cloud.kernels import KernelModel, PhaseKernels
 from srifty.cloud.stragglers import StragglerFit
@@ -145,7 +146,7 @@ def load_calibration() -> Calibration:
 
 
 def build_calibration(maxiter: int = 300, progress: Any = None) -> Calibration:
-    """Run every fit of :mod:`srifty.cloud.calibrate` on the bundled measurements (a few minutes).
+    """Run every fit of :mod:`srifty.cloud.compute_fit` on the bundled measurements (a few minutes).
 
     Args:
         maxiter: generations of each kernel fit's differential evolution.
@@ -155,8 +156,8 @@ def build_calibration(maxiter: int = 300, progress: Any = None) -> Calibration:
 
     import numpy as np
 
-    from srifty.cloud import calibrate as fit
-    from srifty.cloud.measured import h200_curves, h200_long_run, public_rows, workloads
+    from srifty.cloud import compute_fit as fit
+    from srifty.cloud.reference_data import h200_curves, h200_long_run, public_rows, workloads
     from srifty.cloud.stragglers import fit_stragglers
     from srifty.cloud.transfer import phase_work
 
