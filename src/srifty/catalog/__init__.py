@@ -5,7 +5,7 @@ Bundled data lives in ``data/v1`` with its provenance notes; see :func:`load_cat
 
 from srifty.catalog.catalog import CLOUDS, Catalog, catalog_from, load_catalog
 from srifty.catalog.loader import CATALOG_VERSION, describe, load_gpu_specs
-from srifty.catalog.records import MARKETS, GpuSpec, InstanceType, Market
+from srifty.catalog.records import MARKETS, GpuSpec, InstanceType, Market, OnMarket
 from srifty.catalog.zone_names import read_zone_names, skypilot_zone, skypilot_zone_names
 from srifty.catalog.zones import opt_in_kind, without_opt_in_zones
 
@@ -17,6 +17,7 @@ __all__ = [
     "GpuSpec",
     "InstanceType",
     "Market",
+    "OnMarket",
     "catalog_from",
     "describe",
     "load_catalog",

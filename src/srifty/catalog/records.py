@@ -135,3 +135,21 @@ class InstanceType:
                 f"{', '.join(sorted(by_zone))}."
             )
         return by_zone[zone]
+
+
+class OnMarket:
+    """Base of a record that holds an instance type (``instance``) on a market (``market``): an offer, a
+    candidate, the judge's rental offer. Gives its key and GPUs per VM."""
+
+    instance: InstanceType
+    market: Market
+
+    @property
+    def key(self) -> str:
+        """``"p3.8xlarge/spot"`` (unique within one region)."""
+        return f"{self.instance.name}/{self.market}"
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per VM."""
+        return self.instance.gpus_per_vm

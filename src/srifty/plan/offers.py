@@ -17,24 +17,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from srifty.catalog import Catalog, InstanceType, Market, opt_in_kind, without_opt_in_zones
+from srifty.catalog import Catalog, InstanceType, Market, OnMarket, opt_in_kind, without_opt_in_zones
 from srifty.errors import SpecError
 from srifty.spec import CandidateSpec, JobSpec
 
 
 @dataclass(frozen=True)
-class Offer:
+class Offer(OnMarket):
     """``quota`` VMs of ``instance`` (one region's record) on ``market``; ``zone`` when the spec pins one."""
 
     instance: InstanceType
     market: Market
     quota: int
     zone: str | None = None
-
-    @property
-    def key(self) -> str:
-        """``"p3.8xlarge/spot"`` (unique within one region)."""
-        return f"{self.instance.name}/{self.market}"
 
     def offered_in(self, zone: str) -> bool:
         """Whether this offer may run in ``zone``: its pin allows it and the catalog lists the type there (with a

@@ -20,7 +20,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from srifty.catalog import InstanceType, Market
+from srifty.catalog import InstanceType, Market, OnMarket
 from srifty.units import SECONDS_PER_HOUR
 from srifty.vocab import Config
 
@@ -56,7 +56,7 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Candidate(OnMarket):
     """One rentable option: an instance type on a market, with a quota and the batches it may take.
 
     Attributes:
@@ -73,16 +73,6 @@ class Candidate:
     knee_batch: int
     max_batch: int
     pruned_note: str = ""
-
-    @property
-    def key(self) -> str:
-        """``"p3.8xlarge/spot"``."""
-        return f"{self.instance.name}/{self.market}"
-
-    @property
-    def gpus(self) -> int:
-        """GPUs per VM."""
-        return self.instance.gpus_per_vm
 
 
 @dataclass(frozen=True)

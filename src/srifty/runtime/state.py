@@ -22,7 +22,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from srifty.artifacts import read_json_artifact, write_json_artifact
 from srifty.catalog import Catalog
@@ -53,6 +53,37 @@ class _Record:
 
 
 _R = TypeVar("_R", bound=_Record)
+
+
+class _StateFile:
+    """What both run states share: how ``run.json`` is written, and how a damaged one is refused."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``run.json`` document (schema :data:`RUN_STATE_VERSION`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def read_fields(cls, doc: Mapping[str, Any]) -> Self:
+        """The state from a ``run.json`` document (may raise ``KeyError``, ``TypeError``, ``ValueError``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], source: str = RUN_STATE_FILE) -> Self:
+        """Read a ``run.json`` document.
+
+        Raises:
+            ArtifactError: a field is missing or of the wrong type, naming it and ``source``.
+        """
+        try:
+            return cls.read_fields(doc)
+        except KeyError as missing:
+            raise ArtifactError(f"{source} has no field {missing}; it is damaged, so the run cannot resume.") from None
+        except (TypeError, ValueError, AttributeError) as err:
+            raise ArtifactError(f"{source} has a field of the wrong type ({err}); the run cannot resume.") from None
+
+    def save(self, run_dir: Path) -> None:
+        """Write ``RUN_DIR/run.json`` atomically."""
+        write_json_artifact(run_dir / RUN_STATE_FILE, RUN_STATE_KIND, RUN_STATE_VERSION, self.to_dict())
 
 
 @dataclass(frozen=True)
@@ -164,7 +195,7 @@ class RunSetup:
 
 
 @dataclass(frozen=True)
-class RunState:
+class RunState(_StateFile):
     """Where a multi-host run stands (see the module docstring); written at every change, never edited.
 
     Attributes:
@@ -255,49 +286,36 @@ class RunState:
         }
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any], source: str = RUN_STATE_FILE) -> RunState:
-        """Read a ``run.json`` document.
-
-        Raises:
-            ArtifactError: a field is missing or of the wrong type, naming it and ``source``.
-        """
-        try:
-            setup = RunSetup(
-                spec_path=str(doc["spec_path"]),
-                hostfile_text=doc["hostfile_text"],
-                launcher=LauncherSetup.from_dict(doc["launcher"]),
-                train_command=tuple(str(part) for part in doc["train_command"]),
-                cwd=str(doc["cwd"]),
-                options=ClusterOptions.from_dict(doc["options"]),
-            )
-            return cls(
-                setup,
-                started_unix=float(doc["started_unix"]),
-                config=str(doc["config"]),
-                markets={str(k): str(v) for k, v in doc["markets"].items()},
-                zone=doc.get("zone"),
-                quotas=tuple((str(t), str(m), int(n)) for t, m, n in doc["quotas"]),
-                controller_pid=int(doc.get("controller_pid") or 0),
-                mark=str(doc["mark"]),
-                lost=tuple(str(a) for a in doc.get("lost") or ()),
-                slow=tuple(str(a) for a in doc.get("slow") or ()),
-                iteration=int(doc.get("iteration") or 0),
-                checkpoint_step=None if doc.get("checkpoint_step") is None else int(doc["checkpoint_step"]),
-                spent_usd=float(doc.get("spent_usd") or 0.0),
-                launch_hosts=tuple(str(a) for a in doc.get("launch_hosts") or ()),
-                launches=int(doc.get("launches") or 0),
-                finished=bool(doc.get("finished")),
-                parallelism=str(doc.get("parallelism") or "ddp"),
-                checkpointing=bool(doc.get("checkpointing")),
-            )
-        except KeyError as missing:
-            raise ArtifactError(f"{source} has no field {missing}; it is damaged, so the run cannot resume.") from None
-        except (TypeError, ValueError, AttributeError) as err:
-            raise ArtifactError(f"{source} has a field of the wrong type ({err}); the run cannot resume.") from None
-
-    def save(self, run_dir: Path) -> None:
-        """Write ``RUN_DIR/run.json`` atomically."""
-        write_json_artifact(run_dir / RUN_STATE_FILE, RUN_STATE_KIND, RUN_STATE_VERSION, self.to_dict())
+    def read_fields(cls, doc: Mapping[str, Any]) -> Self:
+        """Its fields from a ``run.json`` document (raises what reading a damaged one raises)."""
+        setup = RunSetup(
+            spec_path=str(doc["spec_path"]),
+            hostfile_text=doc["hostfile_text"],
+            launcher=LauncherSetup.from_dict(doc["launcher"]),
+            train_command=tuple(str(part) for part in doc["train_command"]),
+            cwd=str(doc["cwd"]),
+            options=ClusterOptions.from_dict(doc["options"]),
+        )
+        return cls(
+            setup,
+            started_unix=float(doc["started_unix"]),
+            config=str(doc["config"]),
+            markets={str(k): str(v) for k, v in doc["markets"].items()},
+            zone=doc.get("zone"),
+            quotas=tuple((str(t), str(m), int(n)) for t, m, n in doc["quotas"]),
+            controller_pid=int(doc.get("controller_pid") or 0),
+            mark=str(doc["mark"]),
+            lost=tuple(str(a) for a in doc.get("lost") or ()),
+            slow=tuple(str(a) for a in doc.get("slow") or ()),
+            iteration=int(doc.get("iteration") or 0),
+            checkpoint_step=None if doc.get("checkpoint_step") is None else int(doc["checkpoint_step"]),
+            spent_usd=float(doc.get("spent_usd") or 0.0),
+            launch_hosts=tuple(str(a) for a in doc.get("launch_hosts") or ()),
+            launches=int(doc.get("launches") or 0),
+            finished=bool(doc.get("finished")),
+            parallelism=str(doc.get("parallelism") or "ddp"),
+            checkpointing=bool(doc.get("checkpointing")),
+        )
 
     @classmethod
     def load(cls, run_dir: str | Path) -> RunState:
@@ -324,7 +342,7 @@ class LocalOptions(_Record):
 
 
 @dataclass(frozen=True)
-class LocalRunState:
+class LocalRunState(_StateFile):
     """Where a run on this machine stands (``run.json`` with ``"runner": "local"``); written at every launch and
     on every way out, never edited.
 
@@ -404,40 +422,28 @@ class LocalRunState:
         }
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any], source: str = RUN_STATE_FILE) -> LocalRunState:
-        """Read a ``run.json`` document of a run on this machine.
-
-        Raises:
-            ArtifactError: a field is missing or of the wrong type, naming it and ``source``.
-        """
-        try:
-            return cls(
-                spec_path=str(doc["spec_path"]),
-                train_command=tuple(str(part) for part in doc["train_command"]),
-                cwd=str(doc["cwd"]),
-                options=LocalOptions(float(doc["options"]["hang_timeout_s"]), int(doc["options"]["ckpt_every"])),
-                started_unix=float(doc["started_unix"]),
-                config=str(doc["config"]),
-                cloud=str(doc["cloud"]),
-                region=str(doc["region"]),
-                markets={str(k): str(v) for k, v in doc["markets"].items()},
-                zone=doc.get("zone"),
-                controller_pid=int(doc.get("controller_pid") or 0),
-                mark=str(doc["mark"]),
-                iteration=int(doc.get("iteration") or 0),
-                checkpoint_step=int(doc.get("checkpoint_step") or 0),
-                spent_usd=float(doc.get("spent_usd") or 0.0),
-                launches=int(doc.get("launches") or 0),
-                finished=bool(doc.get("finished")),
-            )
-        except KeyError as missing:
-            raise ArtifactError(f"{source} has no field {missing}; it is damaged, so the run cannot resume.") from None
-        except (TypeError, ValueError, AttributeError) as err:
-            raise ArtifactError(f"{source} has a field of the wrong type ({err}); the run cannot resume.") from None
-
-    def save(self, run_dir: Path) -> None:
-        """Write ``RUN_DIR/run.json`` atomically."""
-        write_json_artifact(run_dir / RUN_STATE_FILE, RUN_STATE_KIND, RUN_STATE_VERSION, self.to_dict())
+    def read_fields(cls, doc: Mapping[str, Any]) -> Self:
+        """Its fields from a ``run.json`` document of a run on this machine (raises what reading a damaged one
+        raises)."""
+        return cls(
+            spec_path=str(doc["spec_path"]),
+            train_command=tuple(str(part) for part in doc["train_command"]),
+            cwd=str(doc["cwd"]),
+            options=LocalOptions(float(doc["options"]["hang_timeout_s"]), int(doc["options"]["ckpt_every"])),
+            started_unix=float(doc["started_unix"]),
+            config=str(doc["config"]),
+            cloud=str(doc["cloud"]),
+            region=str(doc["region"]),
+            markets={str(k): str(v) for k, v in doc["markets"].items()},
+            zone=doc.get("zone"),
+            controller_pid=int(doc.get("controller_pid") or 0),
+            mark=str(doc["mark"]),
+            iteration=int(doc.get("iteration") or 0),
+            checkpoint_step=int(doc.get("checkpoint_step") or 0),
+            spent_usd=float(doc.get("spent_usd") or 0.0),
+            launches=int(doc.get("launches") or 0),
+            finished=bool(doc.get("finished")),
+        )
 
 
 def load_run_state(run_dir: str | Path) -> RunState | LocalRunState:

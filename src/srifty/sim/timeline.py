@@ -177,25 +177,37 @@ def run_timeline(
                 for r in reduce_of[task - n]:
                     issued[RS][r] = True
             task += 1
-        if left_ag is not None:
-            left_ag = max(left_ag - rate_ag * step, 0.0)
-            if finish_ag <= now + _EPS or left_ag <= _EPS:
-                done[AG][head[AG]] = now
-                left_ag = None
-                head[AG] += 1
-        if left_rs is not None:
-            left_rs = max(left_rs - rate_rs * step, 0.0)
-            if finish_rs <= now + _EPS or left_rs <= _EPS:
-                done[RS][head[RS]] = now
-                left_rs = None
-                head[RS] += 1
-        remaining = [left_ag, left_rs]
+        remaining = [
+            _advance(AG, left_ag, rate_ag * step, finish_ag, now, done, head),
+            _advance(RS, left_rs, rate_rs * step, finish_rs, now, done, head),
+        ]
     if task < n_tasks:
         raise RuntimeError("FSDP timeline stalled: a unit waits for a gather never issued")  # a bug, not input
     comm_end = max([*(d for d in done[AG] if d < math.inf), *(d for d in done[RS] if d < math.inf), 0.0])
     compute_s = sum(durations) + step_s
     end = max(now, comm_end) + step_s
     return TimelineResult(end, compute_end, forward_end, comm_end, compute_s)
+
+
+def _advance(
+    stream: int,
+    left: float | None,
+    moved: float,
+    finish: float,
+    now: float,
+    done: tuple[list[float], list[float]],
+    head: list[int],
+) -> float | None:
+    """The bytes ``stream``'s current transfer has left after moving ``moved`` more; ``None`` when it is done
+    by ``now`` (its finish time reached, or nothing left), which is then recorded and the stream moves on."""
+    if left is None:
+        return None
+    left = max(left - moved, 0.0)
+    if finish <= now + _EPS or left <= _EPS:
+        done[stream][head[stream]] = now
+        head[stream] += 1
+        return None
+    return left
 
 
 def _rates(

@@ -34,7 +34,7 @@ from srifty import __version__
 from srifty.catalog import load_catalog
 from srifty.compute.buckets import assign_buckets
 from srifty.compute.latency import LatencyModel
-from srifty.compute.measure.opcount import OpRecorder, merge_records
+from srifty.compute.measure.opcount import OpRecorder, merge_records, step_by_phase
 from srifty.compute.measure.workloads import build_workload, call_model
 from srifty.compute.memory import fit_memory_model
 from srifty.compute.numerics import NumericSettings
@@ -135,12 +135,7 @@ def _iteration(trainer: _MetaTrainer, batch: int, weigh: Any) -> tuple[list[Any]
             try:
                 trainer.optimizer.zero_grad(set_to_none=True)
                 with _counting():
-                    recorder.phase = "fw"
-                    loss = trainer.forward_loss(inputs, target)
-                    recorder.phase = "bw"
-                    loss.backward()
-                    recorder.phase = "step"
-                    trainer.optimizer.step()
+                    step_by_phase(recorder, trainer, inputs, target)
             finally:
                 for handle in handles:
                     handle.remove()

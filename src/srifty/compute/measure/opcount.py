@@ -42,17 +42,21 @@ from srifty.errors import ProfileError
 aten = torch.ops.aten
 
 
-class Trainer(Protocol):
-    """What recording needs of the profiler's trainer: the model's optimizer and device, and one batch's
-    forward pass and loss."""
+class Stepper(Protocol):
+    """What one training step needs: the model's optimizer, and one batch's forward pass and loss."""
+
+    optimizer: torch.optim.Optimizer
+
+    def forward_loss(self, inputs: Any, target: Any) -> torch.Tensor: ...
+
+
+class Trainer(Stepper, Protocol):
+    """What recording needs of the profiler's trainer: a step, the model's device, and batches."""
 
     is_cuda: bool
     device: torch.device
-    optimizer: torch.optim.Optimizer
 
     def batch(self, size: int) -> tuple[Any, Any]: ...
-
-    def forward_loss(self, inputs: Any, target: Any) -> torch.Tensor: ...
 
 
 def _cpu_sdpa_flops(query: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> int:
@@ -229,13 +233,19 @@ def record_iteration(trainer: Trainer, batch: int) -> list[RawOp]:
         warnings.simplefilter("ignore", UserWarning)  # the module tracker warns about some hook setups
         with ModuleTracker() as tracker, OpRecorder(trainer.is_cuda, tracker) as recorder:
             trainer.optimizer.zero_grad(set_to_none=True)
-            recorder.phase = "fw"
-            loss = trainer.forward_loss(inputs, target)
-            recorder.phase = "bw"
-            loss.backward()
-            recorder.phase = "step"
-            trainer.optimizer.step()
+            step_by_phase(recorder, trainer, inputs, target)
     return recorder.finish()
+
+
+def step_by_phase(recorder: OpRecorder, trainer: Stepper, inputs: Any, target: Any) -> None:
+    """One training step on a batch: forward and loss, backward, the optimizer's step, each recorded under its
+    phase (``fw``, ``bw``, ``step``)."""
+    recorder.phase = "fw"
+    loss = trainer.forward_loss(inputs, target)
+    recorder.phase = "bw"
+    loss.backward()
+    recorder.phase = "step"
+    trainer.optimizer.step()
 
 
 def _median_times(runs: list[list[RawOp]]) -> list[RawOp]:

@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from srifty.catalog import Catalog, InstanceType, Market
+from srifty.catalog import Catalog, InstanceType, Market, OnMarket
 from srifty.errors import SpecError
 from srifty.spec import JobSpec
 
 
 @dataclass(frozen=True)
-class RentalOffer:
+class RentalOffer(OnMarket):
     """Up to ``quota`` VMs of ``instance`` on ``market``; ``zones`` where they may run (``None``: anywhere in
     the region, on-demand only)."""
 
@@ -32,16 +32,6 @@ class RentalOffer:
     market: Market
     quota: int
     zones: frozenset[str] | None
-
-    @property
-    def key(self) -> str:
-        """``"p3.8xlarge/spot"``."""
-        return f"{self.instance.name}/{self.market}"
-
-    @property
-    def gpus(self) -> int:
-        """GPUs per VM."""
-        return self.instance.gpus_per_vm
 
     def price_usd_per_hour(self, zone: str | None) -> float:
         """One VM-hour in ``zone`` (spot) or in the region (on-demand)."""
