@@ -3,17 +3,17 @@
 Started by ``benchmarks/end_to_end.py`` under ``torchrun`` inside a testbed host namespace. Environment:
 ``E2E_MODEL`` (a srifty model name), ``SRIFTY_RANK_BATCHES``, ``E2E_CGROUPS`` (cgroup folder per rank to
 join, or empty: ``end_to_end.py`` joins each host's cgroup before entering its namespace instead),
-``E2E_WARMUP``, ``E2E_ITERS``, ``E2E_OUT`` (JSON written by rank 0), ``E2E_SEQ_LEN``, ``E2E_IMAGE_SIZE``.
+``E2E_WARMUP``, ``E2E_ITERS``, ``E2E_OUT`` (JSON written by rank 0: :mod:`benchmarks.timed_steps`),
+``E2E_SEQ_LEN``, ``E2E_IMAGE_SIZE``.
 """
 
-import json
 import os
-import time
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from benchmarks.timed_steps import run_timed
 from srifty.compute.measure.workloads import build_workload, call_model
 from srifty.torch import reweight
 from srifty.torch.training import rank_local_batch
@@ -36,22 +36,13 @@ def main() -> None:
     reweight(model, rank_local_batch() / sum(batches))
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     inputs, target = workload.make_batch(rank_local_batch())
-    warmup, iters = int(os.environ["E2E_WARMUP"]), int(os.environ["E2E_ITERS"])
-    times = []
-    for i in range(warmup + iters):
-        if i == warmup:
-            dist.barrier()
-        start = time.perf_counter()
+
+    def step() -> None:
         optimizer.zero_grad(set_to_none=True)
         workload.loss_fn(call_model(model, inputs), target).backward()
         optimizer.step()
-        times.append(time.perf_counter() - start)
-    dist.barrier()
-    if rank == 0:
-        with open(os.environ["E2E_OUT"], "w") as handle:
-            json.dump({"iter_s": times[warmup:], "world_size": dist.get_world_size()}, handle)
-    dist.destroy_process_group()
-    os._exit(0)  # torch 2.14's gloo can abort in C++ destructors at exit after all work is done
+
+    run_timed(step)
 
 
 if __name__ == "__main__":

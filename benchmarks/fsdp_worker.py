@@ -3,17 +3,17 @@
 
 Started by :func:`benchmarks.end_to_end.run_ddp` under ``torchrun`` inside a testbed host namespace, with its
 environment (``E2E_MODEL``, ``SRIFTY_RANK_BATCHES``, ``E2E_WARMUP``, ``E2E_ITERS``, ``E2E_OUT``) and the
-``SRIFTY_*`` strategy variables. Each iteration is timed from zero_grad to the end of the optimizer step; the
-loss is scaled by ``Parallel.loss_scale`` as a script under ``srifty run`` does.
+``SRIFTY_*`` strategy variables. Each iteration is timed from zero_grad to the end of the optimizer step
+(:mod:`benchmarks.timed_steps`); the loss is scaled by ``Parallel.loss_scale`` as a script under ``srifty run``
+does.
 """
 
-import json
 import os
-import time
 
 import torch
 import torch.distributed as dist
 
+from benchmarks.timed_steps import run_timed
 from srifty.compute.measure.workloads import build_workload, call_model
 from srifty.torch.fsdp import parallelize
 from srifty.torch.training import rank_local_batch
@@ -27,22 +27,13 @@ def main() -> None:
     run = parallelize(workload.model, weight=rank_local_batch() / sum(batches))
     optimizer = torch.optim.AdamW(run.model.parameters(), lr=1e-4)
     inputs, target = workload.make_batch(rank_local_batch())
-    warmup, iters = int(os.environ["E2E_WARMUP"]), int(os.environ["E2E_ITERS"])
-    times = []
-    for i in range(warmup + iters):
-        if i == warmup:
-            dist.barrier()
-        start = time.perf_counter()
+
+    def step() -> None:
         optimizer.zero_grad(set_to_none=True)
         (workload.loss_fn(call_model(run.model, inputs), target) * run.loss_scale).backward()
         optimizer.step()
-        times.append(time.perf_counter() - start)
-    dist.barrier()
-    if dist.get_rank() == 0:
-        with open(os.environ["E2E_OUT"], "w") as handle:
-            json.dump({"iter_s": times[warmup:], "world_size": dist.get_world_size()}, handle)
-    dist.destroy_process_group()
-    os._exit(0)  # torch 2.14's gloo can abort in C++ destructors at exit after all work is done
+
+    run_timed(step)
 
 
 if __name__ == "__main__":
