@@ -6,28 +6,23 @@ node joining the c10d TCP store on the first host (:mod:`srifty.runtime.cluster_
 heartbeats, progress and checkpoints to the controller's HTTP endpoint (:mod:`srifty.runtime.endpoint`); no
 shared filesystem is assumed except the checkpoint location the user gives (``--ckpt-dir``).
 
-A host is **lost** when its launch exits by a signal or an ssh connection loss, when a worker on it was
-killed, or when no report from it arrived for ``heartbeat_timeout_s`` while the others' did (a partition;
-its collectives hang). Then every process of the launch is ended on every host, progress rolls back to the
-last checkpoint a worker reported, the controller re-plans over the hosts that remain (and the spares in
-the host file), and the job relaunches with the new world size, batches and weights. A worker that exits
-with an error of its own stops the run (no re-plan can fix a script).
+When a host is **lost** (:mod:`srifty.runtime.host_losses`: its launch killed, a worker on it killed, its
+reports silent while the others' arrive, or a hang), every process of the launch is ended on every host,
+progress rolls back to the last checkpoint a worker reported, the controller re-plans over the hosts that
+remain (and the spares in the host file), and the job relaunches with the new world size, batches and weights.
 
 A host is **slow** when the throughput window's optimistic bound says the deadline or budget will be missed
-and the workers' own compute times (``compute_s`` in their reports) single it out
-(:mod:`srifty.runtime.stragglers`): it is set aside like a lost host and the job re-plans over the rest.
-Hosts with ``cpu=`` in the host file run under a CPU quota from their first process (an emulated slower VM),
-and ``--fault slow@ITER:HOST`` lowers a host's quota mid-run (:mod:`srifty.runtime.cpu_quota`).
+and the workers' own compute times single it out (:mod:`srifty.runtime.stragglers`): it is set aside like a
+lost host. ``cpu=`` hosts and ``--fault slow@ITER:HOST`` run under CPU quotas (:mod:`srifty.runtime.cpu_quota`).
 
 The run's state (:class:`~srifty.runtime.state.RunState`, ``run.json``) is rewritten atomically at every
-change; a runner constructed from a saved state continues that run (``srifty run --resume RUN_DIR`` after the
-controller was killed, or after Ctrl-C / SIGTERM, when the workers were first asked to checkpoint and stop: the
-endpoint answers their reports with ``stop``): it logs ``resume`` after the decisions already made and
-continues from the last checkpoint.
+change; a runner constructed from a saved state continues that run from its last checkpoint (``srifty run
+--resume``, after the controller was killed or interrupted: :mod:`srifty.runtime.cluster_controller`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import time
@@ -43,15 +38,13 @@ from srifty.runtime.cpu_quota import QuotaGroups
 from srifty.runtime.decisions import Decision
 from srifty.runtime.endpoint import Beat, ControllerEndpoint
 from srifty.runtime.faults import FireResult, HostFault, Injector, inject_locally
+from srifty.runtime.host_losses import hung_host, settled_losses, silent_hosts
 from srifty.runtime.hosts import Host, assign_hosts
 from srifty.runtime.launchers import Launcher
-from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report, saved_timeline
+from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report
 from srifty.runtime.state import RunState
 from srifty.spec import JobSpec
 from srifty.vocab import SpotPolicy
-
-#: After one host's launch fails, how long the others get to fail too before the failure is judged.
-SETTLE_S = 3.0
 
 
 class ClusterRunner(Runner[HostFault]):
@@ -103,8 +96,7 @@ class ClusterRunner(Runner[HostFault]):
         self._endpoint: ControllerEndpoint | None = None
         self.cpu_groups = QuotaGroups(self.guard.variable.removeprefix("SRIFTY_OWNER_"))
         if resumed_after is not None:
-            self.timeline = saved_timeline(run_dir)
-            self.event("resume", from_iteration=state.checkpoint_step or 0, ended=list(resumed_after))
+            self.continue_timeline(state.checkpoint_step or 0, resumed_after)
 
     def alive_hosts(self) -> list[Host]:
         """Hosts of the host file neither lost nor set aside as slow, in file order."""
@@ -142,18 +134,16 @@ class ClusterRunner(Runner[HostFault]):
             launch_id, config, hosts, self.launcher, self.guard, self.cpu_groups, env, setup.train_command,
             self.run_dir, setup.cwd,
         )  # fmt: skip
-        self.launches += 1
-        self.configs.append(config.notation())
+        self.launched(config)
         self.save_state()
         return self._current
 
     def _end_launch(self, launch: Launch, reachable: Sequence[Host] = ()) -> list[str]:
         """End every process of ``launch`` on every host (remote ones through the launcher); a lost host is
-        skipped unless it is in ``reachable`` (lost to a hang: there, but its rank makes no progress)."""
-        medians = launch.samples.medians()
-        if medians:
+        skipped (its workers fence themselves when their lease runs out) unless it is in ``reachable`` (lost to a
+        hang: there, but its rank makes no progress)."""
+        if medians := launch.samples.medians():
             self.event("compute", median_s=medians)
-        # an unreachable host is skipped: its workers fence themselves when their lease runs out
         skip = [a for a in self.lost if a not in {h.address for h in reachable}]
         self.warnings += launch.end_remote(self.launcher, self.guard.variable, self.options.check_timeout_s, skip)
         self.cpu_groups.lift_all()  # a throttled process would take seconds to act on SIGTERM
@@ -183,7 +173,7 @@ class ClusterRunner(Runner[HostFault]):
                 self.iteration_event(iteration, line.get("loss"))
                 if decision is not None and decision.action in ("keep", "no_alternative"):
                     self.event(decision.action, reason=decision.reason, config=decision.config)
-                if decision is not None and launch is not None and self._must_relaunch(launch):
+                if decision is not None and launch is not None and launch.superseded(self.controller):
                     switch = decision
         step = endpoint.checkpoint_step
         if step is not None and step != self.checkpoint_step:
@@ -201,16 +191,11 @@ class ClusterRunner(Runner[HostFault]):
 
         self.fire_due(fire, say)
 
-    def _must_relaunch(self, launch: Launch) -> bool:
-        """Whether the controller moved the job off ``launch``: another configuration, or a host set aside."""
-        if self.controller.config.tagged() != launch.config.tagged():  # markets too: a fall back to on-demand
-            return True
-        return any(h.address in self.controller.set_aside_hosts for h in launch.hosts)
-
     def _watch(self, launch: Launch, endpoint: ControllerEndpoint) -> tuple[str, list[tuple[Host, str]]]:
         """Watch ``launch`` until it ends; returns ``("done"|"lost"|"switch"|"hang", lost hosts and why)``."""
         started_s = last_progress_s = self.now()
         up = False
+
         while True:
             time.sleep(0.1)
             before = self.controller.iteration
@@ -228,12 +213,12 @@ class ClusterRunner(Runner[HostFault]):
                 self._progress(endpoint)
                 return "done", []
             if any(c not in (None, 0) for c in codes):
-                return "lost", self._judge_failure(launch, endpoint)
-            silent = launch.silent_nodes(endpoint.beats(), self.options.heartbeat_timeout_s)
+                progress, timeout_s = functools.partial(self._progress, endpoint), self.options.heartbeat_timeout_s
+                return "lost", settled_losses(launch, self.launcher, endpoint.beats, timeout_s, self.now, progress)
+            silent = silent_hosts(launch, endpoint.beats(), self.options.heartbeat_timeout_s)
             if silent:
-                why = f"no heartbeat for {self.options.heartbeat_timeout_s:g} s while the other hosts' arrive"
-                self.event("heartbeat_timeout", hosts=[launch.hosts[n].address for n in silent])
-                return "lost", [(launch.hosts[n], why) for n in silent]
+                self.event("heartbeat_timeout", hosts=[h.address for h, _ in silent])
+                return "lost", silent
             beats = endpoint.beats()
             if len(beats) < len(launch.layout):
                 launch.require_started(beats, self.now() - started_s, self.options.startup_timeout_s, self.run_dir)
@@ -243,21 +228,9 @@ class ClusterRunner(Runner[HostFault]):
             if self.now() - last_progress_s > self.options.hang_timeout_s:
                 if self.controller.iteration >= self.controller.spec.iterations:
                     return "done", []  # every iteration is done: a launch slow to exit has not hung
-                slowest, host = launch.furthest_behind(beats)
-                why = f"no progress for {self.options.hang_timeout_s:g} s; rank {slowest} is the furthest behind"
+                host, why = hung_host(launch, beats, self.options.hang_timeout_s)
                 self.event("hang_detected", host=host.address, detail=why)
                 return "hang", [(host, why)]
-
-    def _judge_failure(self, launch: Launch, endpoint: ControllerEndpoint) -> list[tuple[Host, str]]:
-        """Which hosts a failed launch lost, once the others had :data:`SETTLE_S` to fail too; raises when it
-        is the training script's own error."""
-        deadline_s = self.now() + SETTLE_S
-        while self.now() < deadline_s and any(c is None for c in launch.codes()):
-            if any(self.launcher.host_gone(c) for c in launch.codes() if c is not None):
-                break
-            time.sleep(0.1)
-            self._progress(endpoint)
-        return launch.lost_hosts(self.launcher, endpoint.beats(), self.options.heartbeat_timeout_s)
 
     def launch_running(self) -> bool:
         return self._current is not None and self._current.running()
@@ -286,8 +259,7 @@ class ClusterRunner(Runner[HostFault]):
             ended = self._end_launch(self._current) if self._current is not None else []
             endpoint.close()
             self.say_ended(ended + self.guard.end())
-            for left in self.cpu_groups.remove_all():
-                self.warnings.append(f"could not remove a CPU-quota group: {left}")
+            self.warnings += [f"could not remove a CPU-quota group: {g}" for g in self.cpu_groups.remove_all()]
             self.write_timeline()
 
     def _run(self, endpoint: ControllerEndpoint) -> RunOutcome:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from srifty.errors import SriftyError
 from srifty.processes import ProcessGuard, descendants
+from srifty.runtime.controller import Controller
 from srifty.runtime.cpu_quota import QuotaGroups
 from srifty.runtime.endpoint import Beat
 from srifty.runtime.faults import FireResult, HostFault, Injector
@@ -27,16 +27,11 @@ from srifty.runtime.launchers import Launcher
 from srifty.runtime.state import ClusterOptions
 from srifty.runtime.stragglers import ComputeSamples, Straggler
 from srifty.runtime.torchrun import (
-    BROKEN_COLLECTIVE,
-    FENCED_EXIT,
-    first_error_line,
     host_command,
-    killed_worker,
     launch_env,
     log_size,
     rank_layout,
     read_log_from,
-    worker_exit_codes,
 )
 from srifty.vocab import Config
 
@@ -70,13 +65,6 @@ def host_env(
         **launcher_env,
         mark: "1",
     }
-
-
-def code_text(code: int) -> str:
-    """``signal SIGKILL`` or ``exit code 1``."""
-    if code < 0:
-        return f"signal {signal.Signals(-code).name}"
-    return f"exit code {code}"
 
 
 @dataclass
@@ -138,6 +126,13 @@ class Launch:
             node_of_rank += [node] * host.gpus
         samples = ComputeSamples([hosts[n].address for n in node_of_rank])
         return cls(launch_id, config, hosts, procs, logs, offsets, rank_layout(config), node_of_rank, samples)
+
+    def superseded(self, controller: Controller) -> bool:
+        """Whether the controller has moved the job off this launch: to another configuration (markets too: a
+        fall back to on-demand), or off a host it set aside."""
+        if controller.config.tagged() != self.config.tagged():
+            return True
+        return any(h.address in controller.set_aside_hosts for h in self.hosts)
 
     def codes(self) -> list[int | None]:
         """Each host's launch exit code (``None``: still running)."""
@@ -226,11 +221,6 @@ class Launch:
         silent = {n for r, n in ranks if now - beats[r].arrived_s > timeout_s}
         return sorted(silent - fresh) if fresh or len(self.hosts) == 1 else []
 
-    def furthest_behind(self, beats: Mapping[int, Beat]) -> tuple[int, Host]:
-        """The rank with the lowest reported iteration, and its host."""
-        slowest = min(beats, key=lambda r: int(beats[r].record.get("iteration", 0)))
-        return slowest, self.hosts[self.node_of_rank[slowest]]
-
     def missing_hosts(self, beats: Mapping[int, Beat]) -> list[str]:
         """Addresses of the hosts with a rank that has not reported yet."""
         return sorted({self.hosts[n].address for r, n in enumerate(self.node_of_rank) if r not in beats})
@@ -246,49 +236,3 @@ class Launch:
                 f"the workers on {', '.join(self.missing_hosts(beats))} did not start within {timeout_s:.0f} s; see "
                 f"their logs in {run_dir / 'hosts'}"
             )
-
-    def lost_hosts(self, launcher: Launcher, beats: Mapping[int, Beat], timeout_s: float) -> list[tuple[Host, str]]:
-        """Which hosts a failed launch lost, and how that shows: a launch ended by a signal or a lost
-        connection, a worker killed by a signal, heartbeats that stopped first.
-
-        Raises:
-            SriftyError: none was lost: the training command failed on its own (its error named), or a
-                torchrun ended early.
-        """
-        lost = []
-        for node, code in enumerate(self.codes()):
-            if code is not None and launcher.host_gone(code):
-                lost.append((self.hosts[node], f"its launch ended with {code_text(code)}"))
-        if lost:
-            return lost
-        for node in range(len(self.hosts)):
-            killed = killed_worker(self.log_text(node))
-            if killed is not None:
-                lost.append((self.hosts[node], f"rank {killed[0]} was killed by signal {killed[1]}"))
-        if lost:
-            return lost
-        silent = self.silent_nodes(beats, timeout_s)
-        if silent:
-            return [(self.hosts[n], "its heartbeats stopped first") for n in silent]
-        raise self._own_failure()
-
-    def _own_failure(self) -> SriftyError:
-        errors = []
-        for node in range(len(self.hosts)):
-            text = self.log_text(node)
-            codes = [(r, c) for r, c in worker_exit_codes(text) if c not in (0, FENCED_EXIT)]
-            if codes:
-                errors.append((node, *codes[-1], first_error_line(text)))
-        if errors:
-            # a peer's failure breaks everyone's collectives: the root cause is the error that is not that
-            node, rank, code, line = next((e for e in errors if not BROKEN_COLLECTIVE.search(e[3])), errors[0])
-            return SriftyError(
-                f"the training command failed on host {self.hosts[node].address} (rank {rank}, exit code "
-                f"{code}), which is its own error, not a lost host: {line}. Fix the script (the output is in "
-                f"{self.logs[node]})."
-            )
-        node = next(n for n, c in enumerate(self.codes()) if c not in (None, 0))
-        return SriftyError(
-            f"torchrun on host {self.hosts[node].address} ended with {code_text(self.procs[node].poll() or 0)} "
-            f"before training finished; see {self.logs[node]}"
-        )

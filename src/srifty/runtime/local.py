@@ -33,7 +33,7 @@ from srifty.runtime.controller import Controller
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.faults import Fault, FireResult
 from srifty.runtime.local_launch import LocalLaunch, hung_rank, last_checkpoint, progress_file, read_progress
-from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report, saved_timeline
+from srifty.runtime.runner import Clock, Reporter, Runner, RunOutcome, no_report
 from srifty.runtime.state import LocalRunState
 from srifty.runtime.torchrun import STARTUP_TIMEOUT_S, launch_env, rank_layout
 from srifty.vocab import Config
@@ -85,9 +85,7 @@ class LocalRunner(Runner[Fault]):
         self.finished = False
         self._launches_before = state.launches if state is not None else 0  # a resumed run's earlier launches
         if resumed_after is not None:
-            self.timeline = saved_timeline(run_dir)
-            step = state.checkpoint_step if state is not None else 0
-            self.event("resume", from_iteration=step, ended=list(resumed_after))
+            self.continue_timeline(state.checkpoint_step if state is not None else 0, resumed_after)
 
     def _start(self, config: Config) -> LocalLaunch:
         launch_id = uuid.uuid4().hex[:12]
@@ -100,8 +98,7 @@ class LocalRunner(Runner[Fault]):
         spec = self.controller.spec
         first = {} if self.timeline else {"deadline_s": spec.deadline_s, "target_iterations": spec.iterations}
         self.event("launch", config=config.notation(), world_size=len(rank_layout(config)), **first)
-        self.launches += 1
-        self.configs.append(config.notation())
+        self.launched(config)
         cwd = self.state.cwd if self.state is not None else None
         self._launch = LocalLaunch.start(launch_id, config, self.train_command, self.run_dir, env, self.guard, cwd)
         self.save_state()

@@ -137,6 +137,17 @@ class Runner(abc.ABC, Generic[F]):
         total = self.controller.spec.iterations
         self.report(stopped_text(how, self.controller.iteration, total, step, self.run_dir))
 
+    def continue_timeline(self, step: int, ended: Sequence[str]) -> None:
+        """A resumed run: the timeline an earlier controller saved, then a ``resume`` event (from the checkpoint
+        at ``step``, after the old launch's leftover processes ``ended`` were ended)."""
+        self.timeline = saved_timeline(self.run_dir)
+        self.event("resume", from_iteration=step, ended=list(ended))
+
+    def launched(self, config: Config) -> None:
+        """Count a launch on ``config``."""
+        self.launches += 1
+        self.configs.append(config.notation())
+
     def now(self) -> float:
         """Seconds since the run started, on the runner's clock."""
         return self.clock() - self.started_at
