@@ -5,8 +5,11 @@
   run's progress and exposes it read-only;
 * :mod:`~srifty.runtime.decisions`: the decision log;
 * :mod:`~srifty.runtime.runner`: the :class:`Runner` interface (the run's clock, timeline, rollback);
-* :mod:`~srifty.runtime.local`: :class:`LocalRunner`, ``torchrun`` over local processes;
-* :mod:`~srifty.runtime.cluster`: :class:`ClusterRunner`, one ``torchrun`` per host;
+* :mod:`~srifty.runtime.local`: :class:`LocalRunner`, ``torchrun`` over local processes (one launch of it:
+  :mod:`~srifty.runtime.local_launch`);
+* :mod:`~srifty.runtime.cluster`: :class:`ClusterRunner`, one ``torchrun`` per host (one launch of it:
+  :mod:`~srifty.runtime.cluster_launch`; how it loses hosts: :mod:`~srifty.runtime.host_losses`; its
+  controller from the run state: :mod:`~srifty.runtime.cluster_controller`);
 * :mod:`~srifty.runtime.torchrun`: what both runners' launches share (environment, rank layout, torchrun's
   exit report); :mod:`~srifty.runtime.checkpoint_interval`: how often a run checkpoints by default;
 * :mod:`~srifty.runtime.faults`: injected faults; :mod:`~srifty.runtime.stragglers`: which host is slow;
