@@ -175,6 +175,10 @@ def render(
                 f"| {f['command']} | {f['fault']} | {f['injected']} | {f.get('old', '—')} | {f.get('new', '—')} | "
                 f"**{f.get('torn', 0)}** | **{f.get('leftovers', 0)}** |"
             )
+        named = [(f["command"], f["fault"], name) for f in faults for name in _leftover_names(f)]
+        if named:
+            lines += ["", "What each leftover was (`pid (command line)`, or the namespace):", ""]
+            lines += [f"- {command}, {fault}: `{name}`" for command, fault, name in named]
     lines += [
         "",
         f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.reliability --cases {args.cases} "
@@ -182,6 +186,12 @@ def render(
         "Raw: `benchmarks/results/reliability.json`.",
     ]
     return "\n".join(lines)
+
+
+def _leftover_names(row: dict[str, object]) -> list[str]:
+    """What a fault row's leftovers were (rows saved before they were named have none)."""
+    names = row.get("leftover_names")
+    return [str(name) for name in names] if isinstance(names, list) else []
 
 
 if __name__ == "__main__":

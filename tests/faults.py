@@ -24,12 +24,12 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
 
-from srifty.processes import end_processes, owner_variable, pids_marked
+from srifty.processes import describe, end_processes, owner_variable, pids_marked
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -49,10 +49,18 @@ class FaultRow:
     new: int = 0
     torn: int = 0
     leftovers: int = 0
+    #: What each leftover was: ``pid (command line)`` of a process, ``namespace <name>`` of a namespace.
+    leftover_names: list[str] = field(default_factory=list)
 
     def add(self, other: FaultRow) -> None:
         for name in ("injected", "old", "new", "torn", "leftovers"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.leftover_names += other.leftover_names
+
+    def count_leftovers(self, names: list[str]) -> None:
+        """Add leftovers, named."""
+        self.leftovers += len(names)
+        self.leftover_names += names
 
 
 def _env(mark: str) -> dict[str, str]:
@@ -64,14 +72,16 @@ def _srifty(*args: str) -> list[str]:
     return [sys.executable, "-m", "srifty.cli.main", *args]
 
 
-def _leftovers(mark: str, settle_s: float = 15.0) -> int:
-    """Processes carrying ``mark`` still alive after ``settle_s`` (they are ended afterwards)."""
+def _leftovers(mark: str, settle_s: float = 15.0) -> list[str]:
+    """Processes carrying ``mark`` still alive after ``settle_s``, each as ``pid (command line)`` (they are
+    ended afterwards): a leftover is named, so that a rare one can be traced to what left it."""
     deadline = time.monotonic() + settle_s
     while pids_marked(mark) and time.monotonic() < deadline:
         time.sleep(0.2)
     left = pids_marked(mark)
+    names = [describe(pid) for pid in left]
     end_processes(left, grace_s=1.0)
-    return len(left)
+    return names
 
 
 # ------------------------------------------------------------------------------------------- torn files
@@ -317,7 +327,7 @@ def kill_at_random(target: Target, kills: int, rng: random.Random, base: Path) -
         row.injected += 1
         outcome = target.classify(folder)
         setattr(row, outcome, getattr(row, outcome) + 1)
-        row.leftovers += _leftovers(mark, settle_s=2.0)
+        row.count_leftovers(_leftovers(mark, settle_s=2.0))
         shutil.rmtree(folder)
     shutil.rmtree(template)
     return row
@@ -357,7 +367,7 @@ def stop_run_at_random(sig: signal.Signals, count: int, rng: random.Random, base
         time.sleep(rng.uniform(0.0, 3.0))
         _signal_and_wait(proc, sig)
         row.injected += 1
-        row.leftovers += _leftovers(mark)
+        row.count_leftovers(_leftovers(mark))
         shutil.rmtree(folder)
     return row
 
@@ -384,9 +394,9 @@ def stop_testbed_launch(sig: signal.Signals, count: int, rng: random.Random, bas
         time.sleep(rng.uniform(4.0, 8.0))
         _signal_and_wait(proc, sig)
         row.injected += 1
-        row.leftovers += _leftovers(mark)  # the launch's own clean-up, before `testbed down` would help
+        row.count_leftovers(_leftovers(mark))  # the launch's own clean-up, before `testbed down` would help
         subprocess.run(_srifty("testbed", "down", "--name", name), env=env, capture_output=True, check=False)
-        row.leftovers += len(list_namespaces(name))
+        row.count_leftovers([f"namespace {ns}" for ns in list_namespaces(name)])
         down(name)
         shutil.rmtree(folder)
     return row
