@@ -272,3 +272,27 @@ def test_auto_shards_a_model_ddp_cannot_hold_and_the_plan_names_the_strategy(tmp
     assert all("memory" not in s.violations for s in plan.pareto)
     ddp_only = [s for s in plan.evaluated if s.config.parallelism == "ddp"]
     assert all("memory" in s.violations for s in ddp_only)
+
+
+def test_done_gradients_are_the_finished_blocks_own_sizes_never_more_than_the_parameters() -> None:
+    """Blocks of unequal size (XLM's 48 units: feed-forward 33.6 M, attention and norms less): the gradients
+    held when backward reaches block ``k`` are those of blocks ``k+1 …``, not ``n−1−k`` of the largest, which
+    counted 2.3 times XLM's parameters and made DDP look out of memory on a T4."""
+    blocks = (30, 10, 10, 10, 30, 10)  # millions of parameters; root 100 M
+    n_params = (sum(blocks) + 100) * 1_000_000
+    inputs = dataclasses.replace(
+        _inputs(),
+        n_params=n_params,
+        param_bytes=4.0 * n_params,
+        root_numel=100_000_000,
+        max_unit_numel=30_000_000,
+        n_units=len(blocks) + 1,
+        block_numels=tuple(b * 1_000_000 for b in blocks),
+    )
+    walk = backward_peak(inputs, gpu_options("ddp"), batch=1)
+    assert walk is not None
+    assert walk.gradients_bytes == pytest.approx(4.0 * sum(blocks[1:]) * 1e6)  # at block 0, every later one is done
+    assert walk.gradients_bytes < inputs.param_bytes
+    unknown = dataclasses.replace(inputs, block_numels=())
+    old = backward_peak(unknown, gpu_options("ddp"), batch=1)
+    assert old is not None and old.gradients_bytes == pytest.approx(4.0 * 5 * 30e6)  # the largest, five times

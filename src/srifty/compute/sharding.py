@@ -207,6 +207,8 @@ class MemoryInputs:
         checkpointed_per_sample_bytes: ``A`` with each block checkpointed, where measured.
         step_makes_temporaries: the optimizer's step allocates temporaries (Adam's ``sqrt`` of its second
             moment); SGD with momentum updates in place.
+        block_numels: each block's parameters, in model order (backward runs them last to first); empty where
+            not known, and then every block counts as the largest.
     """
 
     n_params: int
@@ -221,6 +223,7 @@ class MemoryInputs:
     per_sample_bytes: float
     checkpointed_per_sample_bytes: float | None = None
     step_makes_temporaries: bool = True
+    block_numels: tuple[int, ...] = ()
 
     @property
     def n_blocks(self) -> int:
@@ -288,6 +291,7 @@ def memory_inputs(profile: Profile) -> MemoryInputs:
         per_sample_bytes=per_sample,
         checkpointed_per_sample_bytes=None if ckpt is None else float(ckpt),
         step_makes_temporaries=profile.optimizer != "sgd",
+        block_numels=tuple(blocks),
     )
 
 
@@ -378,7 +382,7 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
     block = inputs.param_bytes_each * inputs.max_unit_numel
     best: MemoryBreakdown | None = None
     for k in sorted({0, 1, n - 2, n - 1} & set(range(n))):
-        done = (n - 1 - k) * block
+        done = _done_bytes(inputs, k, block)
         if options.strategy == "ddp":
             parts = (inputs.param_bytes, done, inputs.optimizer_bytes, inputs.param_bytes)
         else:
@@ -395,6 +399,15 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
         if best is None or here.total_bytes > best.total_bytes:
             best = here
     return best
+
+
+def _done_bytes(inputs: MemoryInputs, k: int, block: float) -> float:
+    """Gradient bytes of the blocks backward has finished when it differentiates block ``k`` (blocks ``k+1 …
+    n−1``): their own sizes where the profile lists them (blocks of unequal size: an embedding, attention and
+    feed-forward units), else ``n−1−k`` of the largest."""
+    if len(inputs.block_numels) == inputs.n_blocks:
+        return inputs.param_bytes_each * float(sum(inputs.block_numels[k + 1 :]))
+    return (inputs.n_blocks - 1 - k) * block
 
 
 def step_peak(inputs: MemoryInputs, options: MemoryOptions) -> MemoryBreakdown:
