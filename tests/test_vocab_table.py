@@ -53,6 +53,8 @@ def test_typed_columns_read_without_conversion_and_missing_values_are_none() -> 
     picked = table.take(np.array([True, False, True]))
     assert len(picked) == 2 and picked.text("backend").tolist() == ["gloo", "nccl"]
     assert "size" in table and "gpu" not in table
+    assert table.text_or("backend", "?").tolist() == ["gloo", "?", "nccl"]
+    assert table.text_or("gpu", "?").tolist() == ["?", "?", "?"]
     with pytest.raises(KeyError):
         table["gpu"]
 

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from srifty.network.features import FeatureEncoder, Frame, is_intra_node
-from srifty.vocab import as_table
+from srifty.vocab import as_table, filled
 
 FloatArray = npt.NDArray[np.float64]
 #: Key of a row whose instance type is not known.
@@ -35,18 +35,11 @@ def configuration_keys(frame: Frame, encoder: FeatureEncoder) -> npt.NDArray[np.
     model that learned several collectives (``collective`` among its categorical features) keys each one
     apart: ``"…|net|all_gather"``."""
     table = as_table(frame)
-    n = len(table)
-
-    def filled(values: npt.NDArray[np.object_], fill: str) -> npt.NDArray[np.str_]:
-        return np.array([fill if value is None else value for value in values], dtype=str).reshape(n)
-
-    instance = filled(table.text("instance_type"), UNKNOWN) if "instance_type" in table else np.full(n, UNKNOWN)
+    instance = table.text_or("instance_type", UNKNOWN)
     if "backend" in encoder.categorical:
         backend = filled(encoder.categorical_values(table, "backend"), UNKNOWN)
-    elif "backend" in table:
-        backend = filled(table.text("backend"), UNKNOWN)
     else:
-        backend = np.full(n, UNKNOWN)
+        backend = table.text_or("backend", UNKNOWN)
     traffic = np.where(is_intra_node(table), "intra", "net")
     keys = np.char.add(np.char.add(np.char.add(instance, "|"), np.char.add(backend, "|")), traffic)
     if "collective" in encoder.categorical:

@@ -162,17 +162,10 @@ def configuration_sources(frame: pd.DataFrame, keys: npt.NDArray[np.str_]) -> di
     """Per configuration key: rows, allocations and where they were measured (public tables by id, the
     emulated testbed, an emulated cloud, or probes), for explanations."""
     rows_in = as_table(frame)
-    n = len(rows_in)
-
-    def column(name: str) -> npt.NDArray[np.str_]:
-        if name not in rows_in:
-            return np.full(n, "")
-        return np.array(["" if value is None else value for value in rows_in.text(name)], dtype=str).reshape(n)
-
-    table, emulated, cloud = column("table_id"), column("emulated"), column("cloud")
+    table, emulated, cloud = (rows_in.text_or(name, "") for name in ("table_id", "emulated", "cloud"))
     kind = np.where(emulated == "True", np.where(cloud == "testbed", "emulated testbed", "emulated cloud"), "probes")
     label = np.where(table != "", np.char.add("public ", table), kind)
-    allocation = column("allocation_id")
+    allocation = rows_in.text_or("allocation_id", "")
     out: dict[str, dict[str, Any]] = {}
     for key in np.unique(keys):
         rows = keys == key

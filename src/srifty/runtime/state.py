@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,17 +56,17 @@ class _Record:
 _R = TypeVar("_R", bound=_Record)
 
 
-class _StateFile:
+class _StateFile(ABC):
     """What both run states share: how ``run.json`` is written, and how a damaged one is refused."""
 
+    @abstractmethod
     def to_dict(self) -> dict[str, Any]:
         """The ``run.json`` document (schema :data:`RUN_STATE_VERSION`)."""
-        raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def read_fields(cls, doc: Mapping[str, Any]) -> Self:
         """The state from a ``run.json`` document (may raise ``KeyError``, ``TypeError``, ``ValueError``)."""
-        raise NotImplementedError
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], source: str = RUN_STATE_FILE) -> Self:

@@ -40,7 +40,7 @@ from srifty.vocab.probes import (
 from srifty.vocab.spot_policy import Mode as SpotMode
 from srifty.vocab.spot_policy import SpotDecision, SpotPolicy, SpotView
 from srifty.vocab.spot_trace import SpotTrace, load_trace
-from srifty.vocab.table import Table, as_table
+from srifty.vocab.table import Table, as_table, filled
 
 __all__ = [
     "COLLECTIVES",
@@ -65,6 +65,7 @@ __all__ = [
     "as_table",
     "bus_bytes",
     "busbw_bytes_per_s",
+    "filled",
     "is_small_message",
     "load_trace",
     "make_config",

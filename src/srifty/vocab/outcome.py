@@ -4,11 +4,12 @@ breaks, and how many samples per second it trains."""
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 from srifty.vocab.config import Config
 
 
-class JobOutcome:
+class JobOutcome(ABC):
     """A mixin of the frozen records of one configuration's job (predicted or true).
 
     A subclass has ``config`` and ``violations`` (the constraints broken: ``"deadline"``, ``"budget"``,
@@ -19,9 +20,9 @@ class JobOutcome:
     violations: tuple[str, ...]
 
     @property
+    @abstractmethod
     def mean_iter_s(self) -> float:
         """Mean iteration time (s)."""
-        raise NotImplementedError
 
     @property
     def feasible(self) -> bool:

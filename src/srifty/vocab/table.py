@@ -34,11 +34,6 @@ def _is_missing(value: Any) -> bool:
 
 
 def _as_float(value: Any) -> float:
-    if isinstance(value, str | bytes):
-        try:
-            return float(value)
-        except ValueError:
-            return math.nan
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -93,10 +88,22 @@ class Table:
         out[:] = [None if _is_missing(v) else str(v) for v in values.tolist()]
         return out
 
+    def text_or(self, name: str, fill: str) -> npt.NDArray[np.str_]:
+        """Column ``name`` as strings, ``fill`` where missing (an array of ``fill`` when the column is absent)."""
+        if name not in self._columns:
+            return np.full(self._rows, fill)
+        return filled(self.text(name), fill)
+
     def take(self, rows: npt.NDArray[Any]) -> Table:
         """The rows selected by a boolean mask or an index array."""
         picked = {name: values[rows] for name, values in self._columns.items()}
         return Table(picked, len(next(iter(picked.values()))) if picked else int(np.count_nonzero(rows)))
+
+
+def filled(values: ObjectArray, fill: str) -> npt.NDArray[np.str_]:
+    """Text values (``None`` where missing, as :meth:`Table.text` gives them) as a string array, ``fill`` for
+    each missing one."""
+    return np.array([fill if value is None else value for value in values], dtype=str).reshape(len(values))
 
 
 def as_table(frame: Any, error: type[SriftyError] = ArtifactError) -> Table:
