@@ -203,11 +203,11 @@ def _seeds_body(run: SeedsRun, before: list[dict[str, Any]] | None) -> list[str]
     ]
 
 
-def cases(seeds: Sequence[int]) -> None:
+def cases(seeds: Sequence[int], jobs: int) -> None:
     """The paper's case studies over seeds, with the pre-issue-13 figures beside."""
     specs = sorted((ROOT / "examples").glob("case*.yaml"))
     started = time.perf_counter()
-    run = run_seeds(specs, CaseSettings(), seeds, "paper cases", lambda m: print(m, flush=True))
+    run = run_seeds(specs, CaseSettings(), seeds, "paper cases", lambda m: print(m, flush=True), jobs)
     json_path, csv_path = save_seeds(run, RESULTS, "cases_seeds")
     old_path = BEFORE / "cases_seeds.csv"
     old = [r for r in seeds_csv_rows(old_path) if r["seed"] in seeds] if old_path.exists() else None
@@ -220,9 +220,11 @@ def cases(seeds: Sequence[int]) -> None:
         "",
         *_seeds_body(run, old),
         "",
-        f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud cases` (the same code: `srifty "
+        f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud cases"
+        f"{_jobs_text(jobs)}` (the same code: `srifty "
         f"eval cases --seed {seeds[0]} --seeds {len(seeds)} --out {_rel(RESULTS)}`). {run.elapsed_s:.0f} s in all "
-        f"on {machine_description()}. Raw results: `{_rel(csv_path)}` (one row per seed, case and method) and "
+        f"on {machine_description()}."
+        f"{_jobs_note(jobs)} Raw results: `{_rel(csv_path)}` (one row per seed, case and method) and "
         f"`{_rel(json_path)}` (every seed's run; per-configuration points for seed {seeds[0]}; `srifty report` "
         "charts it).",
     ]
@@ -230,12 +232,12 @@ def cases(seeds: Sequence[int]) -> None:
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
 
 
-def suite(seeds: Sequence[int], size: int) -> None:
+def suite(seeds: Sequence[int], size: int, jobs: int) -> None:
     """The harder suite over seeds."""
     started = time.perf_counter()
     specs = generate_suite(size, 0)
     write_suite(specs, RESULTS / "suite_specs")
-    run = run_seeds([(s, str(s.name)) for s in specs], CaseSettings(), seeds, "harder suite", print)
+    run = run_seeds([(s, str(s.name)) for s in specs], CaseSettings(), seeds, "harder suite", print, jobs)
     json_path, csv_path = save_seeds(run, RESULTS, "suite_seeds", with_points=False)
     first = run.runs[0].cases
     spaces = ", ".join(f"{c.name} {c.space_size:,}" for c in first)
@@ -256,24 +258,33 @@ def suite(seeds: Sequence[int], size: int) -> None:
         "",
         *_seeds_body(run, old),
         "",
-        f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud suite` (the same code: `srifty "
+        f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud suite"
+        f"{_jobs_text(jobs)}` (the same code: `srifty "
         f"eval suite --seed {seeds[0]} --seeds {len(seeds)} --size {size} --out DIR`). {run.elapsed_s:.0f} s in "
-        f"all on {machine_description()}. Raw results: `{_rel(csv_path)}` and `{_rel(json_path)}` (choices and ratios; "
+        f"all on {machine_description()}."
+        f"{_jobs_note(jobs)} Raw results: `{_rel(csv_path)}` and `{_rel(json_path)}` (choices and ratios; "
         "the judged configurations' points are not kept, `srifty eval suite --out` writes them).",
     ]
     write_section(SUITE_SECTION, "\n".join(body))
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
 
 
-def accuracy(seeds: Sequence[int]) -> None:
+def accuracy(seeds: Sequence[int], jobs: int) -> None:
     """The accuracy grid on every seed; the first seed's run in detail."""
     started = time.perf_counter()
     runs = []
-    for seed in seeds:
-        runs.append(run_accuracy(AccuracySettings(seed=seed), lambda m: print(m, flush=True)))
-        print(
-            f"seed {seed}: " + ", ".join(f"{m} {100 * s['overall']['mape']:.1f}%" for m, s in runs[-1].summary.items())
-        )
+    if jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(run_accuracy, AccuracySettings(seed=seed)) for seed in seeds]
+            done = [f.result() for f in futures]
+    else:
+        done = [run_accuracy(AccuracySettings(seed=seed), lambda m: print(m, flush=True)) for seed in seeds]
+    for seed, one in zip(seeds, done, strict=True):
+        runs.append(one)
+        print(f"seed {seed}: " + ", ".join(f"{m} {100 * s['overall']['mape']:.1f}%" for m, s in one.summary.items()))
     json_path, csv_path = save_accuracy(runs[0], RESULTS)
     run = runs[0]
     s = run.settings
@@ -321,15 +332,27 @@ def accuracy(seeds: Sequence[int]) -> None:
         "",
         *_split_lines(run.rows),
         "",
-        f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud accuracy` (one seed: `srifty eval "
+        f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.emulated_cloud accuracy"
+        f"{_jobs_text(jobs)}` (one seed: `srifty eval "
         f"accuracy --seed {seeds[0]} --out {_rel(RESULTS)}`). {time.perf_counter() - started:.0f} s in all on "
-        f"{machine_description()}. Raw results (seed {seeds[0]}): `{_rel(csv_path)}` (one row per experiment, "
+        f"{machine_description()}."
+        f"{_jobs_note(jobs)} Raw results (seed {seeds[0]}): `{_rel(csv_path)}` (one row per experiment, "
         f"with the truth's certainty) and `{_rel(json_path)}`.",
     ]
     if run.skipped:
         body += ["", "Skipped: " + "; ".join(run.skipped) + "."]
     write_section(ACCURACY_SECTION, "\n".join(body))
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
+
+
+def _jobs_text(jobs: int) -> str:
+    """The command's ``--jobs`` (nothing with one process)."""
+    return f" --jobs {jobs}" if jobs > 1 else ""
+
+
+def _jobs_note(jobs: int) -> str:
+    """What ``--jobs`` means for the figures (nothing with one process)."""
+    return f" Seeds ran {jobs} at once, one process each: solve times include the others' load." if jobs > 1 else ""
 
 
 def _split_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -360,13 +383,14 @@ def main() -> None:
     parser.add_argument("what", choices=("cases", "suite", "accuracy"))
     parser.add_argument("--seeds", type=int, nargs="*", default=list(DEFAULT_SEEDS))
     parser.add_argument("--size", type=int, default=20, help="specs in the harder suite")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds at once, one process each")
     args = parser.parse_args()
     if args.what == "cases":
-        cases(args.seeds)
+        cases(args.seeds, args.jobs)
     elif args.what == "suite":
-        suite(args.seeds, args.size)
+        suite(args.seeds, args.size, args.jobs)
     else:
-        accuracy(args.seeds)
+        accuracy(args.seeds, args.jobs)
 
 
 if __name__ == "__main__":

@@ -76,15 +76,18 @@ def test_the_random_baseline_reports_the_median_of_its_draws_and_homogeneous_one
         assert homogeneous.config is not None and "," not in homogeneous.config
 
 
-def test_results_are_deterministic_under_the_seed(run: CasesRun, tmp_path: Path) -> None:
-    again = small_run(tmp_path, seed=0)
+def test_results_are_deterministic_under_the_seed_in_one_process_or_several(run: CasesRun, tmp_path: Path) -> None:
+    from srifty.evaluate import run_seeds
+
+    specs, profiles = write_specs(tmp_path)
+    # seeds 0 and 1 at once, each in a process of its own: seed 0 is the fixture's run in this process
+    again, other = run_seeds(specs, settings(profiles), [0, 1], jobs=2).runs
     a, b = run.cases[0], again.cases[0]
     assert a.optimum == b.optimum and a.points == b.points
     assert [(m.config, m.true_time_s, m.true_cost_usd) for m in a.methods] == [
         (m.config, m.true_time_s, m.true_cost_usd) for m in b.methods
     ]
-    other = small_run(tmp_path / "other", seed=1)
-    assert other.cases[0].points != a.points
+    assert other.settings.seed == 1 and other.cases[0].points != a.points
 
 
 def test_results_are_written_as_versioned_json_and_csv(run: CasesRun, tmp_path: Path) -> None:
@@ -161,6 +164,8 @@ def test_eval_cli_writes_results_and_rejects_bad_input(cli, tmp_path: Path) -> N
     assert code == 2 and "no workload of 'resnet9000'" in err and "srifty profile --model resnet9000" in err
     code, _, err = cli("eval", "cases", str(spec), "--seeds", "0", "--profiles", str(profiles))
     assert code == 2 and "--seeds takes a positive count" in err
+    code, _, err = cli("eval", "suite", "--jobs", "0")
+    assert code == 2 and "--jobs takes a positive count" in err
 
 
 def test_seeds_are_summarised_with_their_spread(tmp_path: Path) -> None:

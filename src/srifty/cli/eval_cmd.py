@@ -38,6 +38,19 @@ SeedsOption = Annotated[
     ),
 ]
 
+JobsOption = Annotated[
+    int,
+    typer.Option(
+        "--jobs", help="Seeds evaluated at once, one process each (solve times then include the others' load)."
+    ),
+]
+
+
+def _jobs(jobs: int) -> int:
+    if jobs < 1:
+        raise SpecError(f"--jobs takes a positive count, got {jobs}.")
+    return jobs
+
 
 def _csv_list(text: str | None, what: str) -> tuple[str, ...] | None:
     if text is None:
@@ -138,6 +151,7 @@ def cases(
         int, typer.Option(help="Seed of the emulated cloud and every learner (the first, with --seeds).")
     ] = 0,
     seeds: SeedsOption = None,
+    jobs: JobsOption = 1,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write the results (JSON and CSV) here.")] = None,
     profiles: ProfilesOption = None,
     methods: MethodsOption = None,
@@ -154,7 +168,7 @@ def cases(
     paths = specs or _default_specs()
     progress = lambda msg: err.print(styled("dim", msg))  # noqa: E731
     if seeds is not None:
-        run = run_seeds(paths, settings, _seed_list(seed, seeds), "cases", progress)
+        run = run_seeds(paths, settings, _seed_list(seed, seeds), "cases", progress, _jobs(jobs))
         _show_seeds(run, "plan quality on the EMULATED cloud", out_dir, "seeds")
         return
     one = run_cases(paths, settings, progress)
@@ -172,6 +186,7 @@ def cases(
 def suite(
     seed: Annotated[int, typer.Option(help="First seed of the emulated cloud and every learner.")] = 0,
     seeds: Annotated[int, typer.Option("--seeds", help="How many seeds (SEED, SEED+1, ...).")] = 10,
+    jobs: JobsOption = 1,
     size: Annotated[int, typer.Option("--size", help="How many specs the suite generates.")] = 20,
     suite_seed: Annotated[int, typer.Option(help="Seed of the spec generator (the same seed, the same suite).")] = 0,
     out_dir: Annotated[
@@ -188,6 +203,7 @@ def suite(
 
     if size < 1:
         raise SpecError(f"--size takes a positive count, got {size}.")
+    _jobs(jobs)
     settings = _settings(seed, methods, allocations, iters, fit_trials, None)
     assert isinstance(settings, CaseSettings)
     specs = generate_suite(size, suite_seed)
@@ -195,7 +211,9 @@ def suite(
         paths = write_suite(specs, out_dir / "specs")
         out.print(f"wrote {len(paths)} specs to {out_dir / 'specs'}")
     progress = lambda msg: err.print(styled("dim", msg))  # noqa: E731
-    run = run_seeds([(s, str(s.name)) for s in specs], settings, _seed_list(seed, seeds), "suite", progress)
+    run = run_seeds(
+        [(s, str(s.name)) for s in specs], settings, _seed_list(seed, seeds), "suite", progress, _jobs(jobs)
+    )
     _show_seeds(run, f"harder suite (generator seed {suite_seed}) on the EMULATED cloud", out_dir, "suite")
 
 

@@ -5,7 +5,8 @@ NVLink nodes; ``data/allreduce_testbed.csv``: the testbed's gloo probes, TCP) ar
 form of :mod:`srifty.cloud.network`: per fabric its eight constants (:class:`~srifty.cloud.network.FabricFit`),
 per family group with tables of its own three factors ``(δ_η, δ_a, δ_S)`` on its efficiency, base latency
 and Simple's extra latency, shrunk towards 1 (a log-normal prior of σ = :data:`GROUP_SIGMA`). Least squares
-on the log of the time, each table weighing the same (``scipy.optimize.least_squares``).
+on the log of the time, each table weighing the same (``scipy.optimize.least_squares``, restarted from its
+answer until a restart no longer lowers the cost).
 
 The testbed's small messages are this machine's process latency divided by 50, not a cloud's; so only its
 messages of at least :data:`TESTBED_MIN_BYTES` are fitted, and TCP takes its latency and protocol constants
@@ -45,13 +46,20 @@ TESTBED_MIN_BYTES = 4 << 20
 START = FabricFit(60e-6, 5e-6, 0.7, 1.7, 4.0, 0.01, 0.6, 2e9)
 #: Messages from this size on are bandwidth-bound: their held-out error is the spread of a fabric's efficiency.
 BANDWIDTH_BYTES = 16 << 20
-#: Largest optimiser evaluations per fit.
+#: Largest optimiser evaluations per start.
 MAX_EVALUATIONS = 400
+#: Restarts from the optimiser's answer while one lowers the cost by more than :data:`RESTART_GAIN` (relative).
+MAX_RESTARTS = 10
+RESTART_GAIN = 1e-4
 
 
 @dataclass(frozen=True)
 class Table:
-    """One table's machines and its published times.
+    """One sweep of a table: its machines and their published times.
+
+    A table of the data files may sweep several node counts (the testbed's: 2, 4, 6 and 8 VMs); each node count
+    is a sweep of its own, and the sweeps of a table share its ``table_id``: they weigh as one table in the fit
+    and are held out together.
 
     Attributes:
         table_id: as in the data files.
@@ -82,7 +90,7 @@ def _text(name: str) -> str:
 
 @cache
 def load_tables() -> tuple[Table, ...]:
-    """Every table of the two data files (testbed rows from :data:`TESTBED_MIN_BYTES` on)."""
+    """Every sweep of the two data files' tables (testbed rows from :data:`TESTBED_MIN_BYTES` on)."""
     import io
 
     public = pd.read_csv(io.StringIO(_text("allreduce_public.csv")))
@@ -90,7 +98,7 @@ def load_tables() -> tuple[Table, ...]:
     testbed = testbed[testbed["size_bytes"] >= TESTBED_MIN_BYTES]
     out = []
     for frame in (public, testbed):
-        for table_id, rows in frame.groupby("table_id", sort=True):
+        for (table_id, _, _), rows in frame.groupby(["table_id", "n_nodes", "gpus_per_node"], sort=True):
             first = rows.iloc[0]
             rated = float(first["rated_network_gbps"]) if pd.notna(first["rated_network_gbps"]) else 0.0
             out.append(
@@ -263,12 +271,21 @@ def predict_table(fit_fabrics: Mapping[str, FabricFit], groups: Mapping[str, Any
     )
 
 
+def _points(tables: Sequence[Table]) -> dict[str, int]:
+    """Published points per table id (over its sweeps)."""
+    count: dict[str, int] = {}
+    for t in tables:
+        count[t.table_id] = count.get(t.table_id, 0) + len(t.times_s)
+    return count
+
+
 def _residuals(x: FloatArray, layout: _Layout, tables: Sequence[Table]) -> FloatArray:
     fabrics, groups = layout.unpack(x)
+    points = _points(tables)
     parts = []
     for t in tables:
         predicted = predict_table(fabrics, groups, t)
-        parts.append(np.log(predicted / t.times_s) / math.sqrt(len(t.times_s)))
+        parts.append(np.log(predicted / t.times_s) / math.sqrt(points[t.table_id]))
     offset = layout.size - 3 * len(layout.groups)
     parts.append(x[offset:] / GROUP_SIGMA)
     return np.concatenate(parts)
@@ -279,12 +296,32 @@ def fit_tables(tables: Sequence[Table], start: FloatArray | None = None) -> tupl
     layout = _Layout(tables)
     x0 = layout.start() if start is None or start.size != layout.size else start
     result = least_squares(_residuals, x0, args=(layout, tables), x_scale="jac", max_nfev=MAX_EVALUATIONS)
+    for _ in range(MAX_RESTARTS):
+        # least_squares stops on a small relative step of the cost while the scaled problem is still moving;
+        # restarting from its answer rescales the Jacobian and goes on until a restart no longer helps.
+        again = least_squares(_residuals, result.x, args=(layout, tables), x_scale="jac", max_nfev=MAX_EVALUATIONS)
+        if again.cost >= result.cost * (1.0 - RESTART_GAIN):
+            result = again if again.cost < result.cost else result
+            break
+        result = again
     fabrics, groups = layout.unpack(result.x)
-    mape = {t.table_id: _mape(predict_table(fabrics, groups, t), t.times_s) for t in tables}
+    mape = {i: _mape(*_predicted(fabrics, groups, tables, i)) for i in _points(tables)}
     return NetworkFit(fabrics, groups, mape, {}, {}), result.x
 
 
-def _mape(predicted: FloatArray, measured: FloatArray) -> float:
+def _predicted(
+    fabrics: Mapping[str, FabricFit], groups: Mapping[str, Any], tables: Sequence[Table], table_id: str
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(predicted_s, measured_s, sizes_bytes)`` over every sweep of ``table_id``."""
+    sweeps = [t for t in tables if t.table_id == table_id]
+    return (
+        np.concatenate([predict_table(fabrics, groups, t) for t in sweeps]),
+        np.concatenate([t.times_s for t in sweeps]),
+        np.concatenate([t.sizes_bytes for t in sweeps]),
+    )
+
+
+def _mape(predicted: FloatArray, measured: FloatArray, *_: Any) -> float:
     return float(np.mean(np.abs(predicted / measured - 1.0)))
 
 
@@ -300,18 +337,17 @@ def leave_one_table_out(tables: Sequence[Table]) -> tuple[dict[str, float], dict
     _, full = fit_tables(training)
     held: dict[str, float] = {}
     logs: dict[str, list[float]] = {}
-    for table in tables:
-        fabric = fabric_of(table)
-        if sum(1 for t in tables if fabric_of(t) == fabric) < 2:
+    fabric_by_id = {t.table_id: fabric_of(t) for t in tables}
+    for table_id, fabric in fabric_by_id.items():
+        if sum(1 for f in fabric_by_id.values() if f == fabric) < 2:
             continue
-        rest = [t for t in training if t.table_id != table.table_id]
+        rest = [t for t in training if t.table_id != table_id]
         layout = _Layout(rest)
         fit, _ = fit_tables(rest, full if layout.size == full.size else None)
-        groups = fit.groups
-        predicted = predict_table(fit.fabrics, groups, table)
-        held[table.table_id] = _mape(predicted, table.times_s)
-        large = table.sizes_bytes >= BANDWIDTH_BYTES
-        logs.setdefault(fabric, []).extend(np.log(predicted[large] / table.times_s[large]).tolist())
+        predicted, measured, sizes = _predicted(fit.fabrics, fit.groups, tables, table_id)
+        held[table_id] = _mape(predicted, measured)
+        large = sizes >= BANDWIDTH_BYTES
+        logs.setdefault(fabric, []).extend(np.log(predicted[large] / measured[large]).tolist())
     rms = {f: float(np.sqrt(np.mean(np.square(v)))) for f, v in logs.items() if v}
     return held, rms
 
