@@ -187,6 +187,8 @@ def test_the_normal_quantile_gives_the_standard_librarys_doubles_in_both_branche
         [
             rng.random(20_000),
             rng.random(20_000) ** (1 / 16),
+            rng.random(300_000) ** (1 / 64),  # the maximum over many ranks: nearly all in the upper tail
+            10.0 ** rng.uniform(-300, -8, 2_000),  # the far tail (r > 5 from p < 1.4e-11)
             [0.0, 0.075, 0.5, 0.925, 0.5 + 0.425, 1e-300, 0.999999, 0.3],
         ]
     )
@@ -195,4 +197,6 @@ def test_the_normal_quantile_gives_the_standard_librarys_doubles_in_both_branche
     )
     got = normal_quantile(draws.reshape(2, -1)).ravel()
     assert np.array_equal(got.view(np.int64), expected.view(np.int64))
-    assert np.abs(draws - 0.5).max() > 0.425 and (np.abs(draws - 0.5) <= 0.425).mean() > 0.5  # both branches
+    central = np.abs(draws - 0.5) <= 0.425
+    far = np.minimum(draws, 1 - draws) < 1.4e-11
+    assert central.sum() > 10_000 and (~central & ~far).sum() > 10_000 and far.sum() > 1_000  # every branch

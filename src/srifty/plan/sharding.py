@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from srifty.compute import MemoryInputs, Profile, gpu_options, memory_inputs, peak_memory, usable_bytes
 from srifty.plan.memory import Sharding, allowed_strategies, checkpointing_choices, type_max_batch
@@ -39,14 +39,31 @@ class MemoryFit:
     usable_bytes: float
 
 
+@dataclass
+class MemoryMemo:
+    """What :func:`config_memory` computed before, for one planner's search (every key names the profile by
+    ``id``, so a memo must not outlive the profiles it was filled from)."""
+
+    inputs: dict[int, MemoryInputs] = field(default_factory=dict)
+    limits: dict[tuple[int, str, Sharding], int] = field(default_factory=dict)
+    peaks: dict[tuple[int, Sharding, int], float] = field(default_factory=dict)
+    configs: dict[Config, MemoryFit] = field(default_factory=dict)
+
+
 def config_memory(
-    config: Config, profiles: Mapping[str, Profile], inputs: dict[int, MemoryInputs] | None = None
+    config: Config,
+    profiles: Mapping[str, Profile],
+    inputs: dict[int, MemoryInputs] | None = None,
+    memo: MemoryMemo | None = None,
 ) -> MemoryFit:
     """Memory of ``config`` under its own parallelism and checkpointing: every group's local batch must fit
     its GPUs; the reported peak is the group closest to (or furthest over) its GPUs' memory. ``inputs``
-    caches each profile's memory inputs (by ``id``) across calls."""
+    caches each profile's memory inputs (by ``id``) across calls; ``memo`` caches every answer (the same
+    answers: the limits and peaks are pure functions of profile, GPU, strategy and batch)."""
+    if memo is not None and config in memo.configs:
+        return memo.configs[config]
     sharding = Sharding(config.parallelism, config.shard_size, config.checkpointing)
-    cache = {} if inputs is None else inputs
+    cache = (memo.inputs if memo is not None else {}) if inputs is None else inputs
     fits = True
     worst: tuple[float, float, float] | None = None
     for group in config.groups:
@@ -54,15 +71,28 @@ def config_memory(
         known = cache.get(id(profile))
         if known is None:
             known = cache[id(profile)] = memory_inputs(profile)
-        limit = type_max_batch(profile, group.instance, sharding, known)
+        limit_key = (id(profile), group.instance.name, sharding)
+        limit = memo.limits.get(limit_key) if memo is not None else None
+        if limit is None:
+            limit = type_max_batch(profile, group.instance, sharding, known)
+            if memo is not None:
+                memo.limits[limit_key] = limit
         fits = fits and group.local_batch <= limit
-        options = gpu_options(sharding.strategy, sharding.shard_size, sharding.checkpointing)
-        peak = peak_memory(known, options, group.local_batch).total_bytes
+        peak_key = (id(profile), sharding, group.local_batch)
+        peak = memo.peaks.get(peak_key) if memo is not None else None
+        if peak is None:
+            options = gpu_options(sharding.strategy, sharding.shard_size, sharding.checkpointing)
+            peak = peak_memory(known, options, group.local_batch).total_bytes
+            if memo is not None:
+                memo.peaks[peak_key] = peak
         room = usable_bytes(group.instance.gpu_memory_bytes)
         if worst is None or peak / room > worst[0]:
             worst = (peak / room, peak, room)
     assert worst is not None
-    return MemoryFit(fits, worst[1], worst[2])
+    answer = MemoryFit(fits, worst[1], worst[2])
+    if memo is not None:
+        memo.configs[config] = answer
+    return answer
 
 
 def sharding_options(config: Config, spec: JobSpec, profiles: Mapping[str, Profile], sharded: bool) -> list[Config]:
@@ -98,7 +128,7 @@ class ShardingChooser:
         self.spec = spec
         self.profiles = profiles
         self.sharded = sharded
-        self._inputs: dict[int, MemoryInputs] = {}
+        self._memo = MemoryMemo()
 
     def prefetch(self, configs: Sequence[Config]) -> None:
         """Pass a search space to the inner predictor's prefetch (if it has one): as DDP, and, where DDP does
@@ -108,20 +138,25 @@ class ShardingChooser:
             return
         asked = list(configs)
         for config in configs:
-            if config_memory(config, self.profiles, self._inputs).fits:
+            if self._memory(config).fits:
                 continue
             options = sharding_options(config, self.spec, self.profiles, self.sharded)
-            asked += [
-                c for c in options if c.parallelism != "ddp" and config_memory(c, self.profiles, self._inputs).fits
-            ]
+            asked += [c for c in options if c.parallelism != "ddp" and self._memory(c).fits]
         prefetch(asked)
+
+    def _memory(self, config: Config) -> MemoryFit:
+        return config_memory(config, self.profiles, memo=self._memo)
 
     def predict(self, config: Config) -> Estimate:
         options = sharding_options(config, self.spec, self.profiles, self.sharded)
-        fitted = [(c, config_memory(c, self.profiles, self._inputs)) for c in options]
+        if options and options[0].parallelism == "ddp" and not options[0].checkpointing:
+            memory = self._memory(options[0])
+            if memory.fits:  # taken as it is (see the module docstring): the others need not be weighed
+                return self._estimate(options[0], memory, fits=True)
+        fitted = [(c, self._memory(c)) for c in options]
         fitting = [(c, m) for c, m in fitted if m.fits]
         if not fitting:
-            first, memory = fitted[0] if fitted else (config, config_memory(config, self.profiles, self._inputs))
+            first, memory = fitted[0] if fitted else (config, self._memory(config))
             return self._estimate(first, memory, fits=False)
         best: Estimate | None = None
         plain = {c.parallelism for c, _ in fitting if not c.checkpointing}
