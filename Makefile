@@ -48,7 +48,7 @@ lint: $(VENV)/.stamp-dev
 	$(BIN)/lint-imports --no-cache
 
 test: lint $(SKY_STAMP)
-	$(BIN)/python -m pytest -n 2 --timeout 600 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --timeout 600 --durations=25 $(PYTEST_ARGS)
 
 unit: $(VENV)/.stamp-dev
 	$(BIN)/python -m pytest -n 2 -m "not slow" $(PYTEST_ARGS)
