@@ -313,7 +313,10 @@ def testbed(tmp_path: Path) -> Iterator[tuple[str, Path, dict[str, str]]]:
         yield found
 
 
-def _testbed_run(testbed: tuple[str, Path, dict[str, str]], launcher, kind: str, spec_path: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+def _testbed_run(  # type: ignore[no-untyped-def]
+    testbed: tuple[str, Path, dict[str, str]], launcher, kind: str, spec_path: Path, tmp_path: Path,
+    hosts: Path | None = None, config_text: str = "2xg4dn.xlarge@32",
+):  # fmt: skip
     from srifty.network.testbed import hosts as tb
 
     name, state_dir, namespaces = testbed
@@ -324,7 +327,7 @@ def _testbed_run(testbed: tuple[str, Path, dict[str, str]], launcher, kind: str,
 
     run_dir = tmp_path / "run"
     outcome = run_cluster_job(
-        spec_path, TRAIN, run_dir, _hosts(tmp_path, addresses), launcher, config_text="2xg4dn.xlarge@32",
+        spec_path, TRAIN, run_dir, hosts or _hosts(tmp_path, addresses), launcher, config_text=config_text,
         faults=[HostFault(kind, 20, 1)], inject=inject, endpoint_address=tb.CONTROLLER_HOST, **FAST,  # type: ignore[arg-type]
     )  # fmt: skip
     assert outcome.iterations == ITERATIONS and outcome.launches == 2
@@ -333,11 +336,55 @@ def _testbed_run(testbed: tuple[str, Path, dict[str, str]], launcher, kind: str,
     return namespaces
 
 
+def _spot_policy_run(testbed, spec_path: Path, tmp_path: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The spot host of a real testbed run vanishes, with on-demand hosts beside (the fallback) and an hour's
+    deadline: srifty's spot policy decides at the loss, and the judge's trace replay, calling the same policy at
+    that point, decides the same (issue 23)."""
+    from srifty.catalog import load_catalog
+    from srifty.plan.api import spec_config
+    from srifty.runtime.api import spot_policy_for
+    from srifty.runtime.cluster_api import host_area, spec_over_hosts
+    from srifty.runtime.hosts import load_hostfile
+    from srifty.spec import load_spec
+    from tests.spot_checks import replayed_action
+
+    doc = yaml.safe_load(spec_path.read_text())
+    doc["deadline_s"] = 3600.0
+    spec = tmp_path / "spot.yaml"
+    spec.write_text(yaml.safe_dump(doc))
+    addresses = sorted(testbed[2])
+    hosts = tmp_path / "hosts.txt"
+    # host 1, the one that vanishes, is the spot VM; the on-demand hosts are its fallback (the same groups)
+    hosts.write_text(f"{addresses[0]} g4dn.xlarge on_demand\n{addresses[1]} g4dn.xlarge spot\n"
+                     f"{addresses[2]} g4dn.xlarge on_demand\n")  # fmt: skip
+    config_text = "1xg4dn.xlarge@64[spot]"
+    namespaces = _testbed_run(testbed, NetnsLauncher(testbed[2]), "vanish", spec, tmp_path, hosts, config_text)
+    decisions = DecisionLog(tmp_path / "run" / "decisions.jsonl").read()
+    at_loss = next(d for d in decisions if d.action == "spot_policy" and d.details["view"]["event"] == "loss")
+    assert at_loss.details["policy"] == "srifty" and "slack_s" in at_loss.details  # a fallback to weigh
+    assert at_loss.details["action"] == "spot"  # an hour's deadline leaves room
+    job_spec = load_spec(spec)
+    host_spec = spec_over_hosts(job_spec, load_hostfile(hosts, *reversed(host_area(job_spec))))
+    config = spec_config(config_text, host_spec, load_catalog())
+    on_demand = spec_config("1xg4dn.xlarge@64", host_spec, load_catalog())
+    policy = spot_policy_for(host_spec, config)
+    assert policy is not None
+    view = at_loss.details["view"]
+    when, saved, action = replayed_action(host_spec, config, on_demand, policy, view)
+    assert when == pytest.approx(float(view["now_s"])) and saved == view["iterations_done"]
+    assert action == at_loss.details["action"]
+    return namespaces
+
+
 @needs_netns
 @pytest.mark.root
 @pytest.mark.parametrize("kind", ["vanish", "partition"])
 def test_testbed_hosts_with_the_netns_launcher(kind: str, testbed, spec_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    namespaces = _testbed_run(testbed, NetnsLauncher(testbed[2]), kind, spec_path, tmp_path)
+    """A host vanishes (a spot VM lost, decided by the spot policy as the replay decides it) or is cut off."""
+    if kind == "vanish":
+        namespaces = _spot_policy_run(testbed, spec_path, tmp_path)
+    else:
+        namespaces = _testbed_run(testbed, NetnsLauncher(testbed[2]), kind, spec_path, tmp_path)
     assert {ns: namespace_pids(ns) for ns in namespaces.values()} == {ns: [] for ns in namespaces.values()}
 
 

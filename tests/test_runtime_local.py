@@ -263,17 +263,12 @@ def test_a_spot_loss_is_decided_by_the_spot_policy_as_the_trace_replay_decides_i
 ) -> None:
     """A loss injected into a spot VM of a real run is decided by srifty's spot policy (issue 23); the judge's
     trace replay, calling the same policy at that point, decides the same."""
-    import dataclasses
-
-    import numpy as np
-
     from srifty.catalog import load_catalog
-    from srifty.evaluate.spot_replay import ReplayJob, replay
     from srifty.plan.api import spec_config
     from srifty.plan.spot_policy import policy_for, scored_config
     from srifty.spec import load_spec
     from srifty.vocab import Config, ConfigGroup
-    from srifty.vocab.spot_trace import SpotTrace
+    from tests.spot_checks import replayed_action
 
     spec_text = yaml.safe_load(spec_path.read_text())
     spec_text["model"]["profiles"] = [str(spec_path.parent / p) for p in spec_text["model"]["profiles"]]
@@ -298,19 +293,12 @@ def test_a_spot_loss_is_decided_by_the_spot_policy_as_the_trace_replay_decides_i
     view = at_loss.details["view"]
     # An hour's deadline leaves room: the policy keeps the job on spot, and the re-plan that follows says so.
     assert at_loss.details["action"] == "spot" and "falls back" not in at_loss.reason
-    # The judge replays a trace whose capacity goes at the moment of the run's loss, with the run's own pace
-    # (an iteration every `pace` seconds, a checkpoint every iteration, nothing to launch or restore), so that
-    # its view at the loss is the run's; srifty's policy, built the same way, decides the same.
+    # The judge replays a trace whose capacity goes at the moment of the run's loss, with the run's pace;
+    # srifty's policy, built the same way, decides the same.
     job_spec = load_spec(spec)
     config = spec_config("2xg4dn.xlarge@16[spot]", job_spec, load_catalog())
-    loss_at = float(view["now_s"])
-    pace = loss_at / (view["iterations_done"] + 0.5)
-    policy = dataclasses.replace(policy_for(*scored_config(job_spec, config)), checkpoint_interval_s=pace)
     on_demand = Config((ConfigGroup(config.groups[0].instance, 2, 16, "on_demand"),))
-    judged = ReplayJob(30, job_spec.deadline_s, None, config, on_demand, None, {"spot": pace, "on_demand": pace},
-                       0.0, 0.0, lambda rng: 0.0)  # fmt: skip
-    trace = SpotTrace("t/loss.json", "g4dn.xlarge", "aws", "", "us-east-1", loss_at, (2, 0, 2, 2), "0" * 64)
-    run = replay(judged, trace, 0.0, policy, lambda k: np.random.default_rng(k))
-    when, saved, action = run.at_losses[0]
-    assert when == pytest.approx(loss_at) and saved == view["iterations_done"]
+    policy = policy_for(*scored_config(job_spec, config))
+    when, saved, action = replayed_action(job_spec, config, on_demand, policy, view)
+    assert when == pytest.approx(float(view["now_s"])) and saved == view["iterations_done"]
     assert action == at_loss.details["action"]
