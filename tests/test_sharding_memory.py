@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from srifty.compute.sharding import (
     gpu_options,
     max_batch_for,
     memory_inputs,
+    memory_line,
     min_shard_size,
     peak_memory,
     sharding_units,
@@ -27,6 +29,7 @@ from srifty.compute.sharding import (
     unit_key,
     usable_bytes,
 )
+from srifty.errors import ProfileError
 from tests.factories import synthetic_profile
 
 GIB = 2**30
@@ -189,6 +192,41 @@ def test_a_profile_gives_the_inputs_from_its_forward_peaks() -> None:
     # an older profile: the whole iteration's line
     older = memory_inputs(profile.with_changes(extra={}, memory=MemoryModel(3 * GIB, 5 * 2**20)))
     assert older.per_sample_bytes == 5 * 2**20 and older.workspace_bytes == pytest.approx(3 * GIB - 384 * 2**20)
+
+
+def test_the_forward_line_is_fitted_only_through_the_peaks_above_the_plateau() -> None:
+    # 128 MiB of parameters with Adam: one process holds 512 MiB at the end of backward whatever the batch
+    profile = synthetic_profile(param_mib=(64.0, 64.0)).with_changes(optimizer="adam")
+    mib = 2**20
+    plateau = (2 * 128 + 256) * mib
+    turn = [[4, 384 * mib + 2 * mib + 4 * 50 * mib], [8, 384 * mib + 2 * mib + 8 * 50 * mib]]  # W 2 MiB, A 50
+    on_plateau = [[1, plateau + 0.1 * mib], [2, plateau + 0.3 * mib]]  # the turn is below the plateau there
+    inputs = memory_inputs(profile.with_changes(extra={"forward_memory_points": on_plateau + turn}))
+    assert inputs.per_sample_bytes == pytest.approx(50 * mib)
+    assert inputs.workspace_bytes == pytest.approx(2 * mib)
+    assert inputs == memory_inputs(profile.with_changes(extra={"forward_memory_points": turn}))
+    # the line through every point, as before the plateau was known, flattens A and lifts W
+    everything = memory_line(on_plateau + turn, 0.0)
+    assert everything[1] < 45 * mib and everything[0] - 384 * mib > 20 * mib
+
+
+def test_fewer_than_two_peaks_above_the_plateau_fall_back_to_the_line_through_every_point() -> None:
+    mib = 2**20
+    plateau = 512.0 * mib
+    points = [[1, plateau + 0.1 * mib], [2, plateau + 0.2 * mib], [8, 700.0 * mib]]
+    slope, intercept = np.polyfit([1.0, 2.0, 8.0], [v for _, v in points], 1)
+    assert memory_line(points, plateau) == pytest.approx((intercept, slope))
+    # a peak within PLATEAU_MARGIN (1 %) above the plateau is taken to be on it; one beyond it is not
+    near = [[1, plateau + 0.1 * mib], [4, plateau * 1.009], [8, 700.0 * mib]]
+    assert memory_line(near, plateau) == pytest.approx(
+        tuple(np.polyfit([1.0, 4.0, 8.0], [v for _, v in near], 1))[::-1]
+    )
+    beyond = [[1, plateau + 0.1 * mib], [4, plateau * 1.02], [8, 700.0 * mib]]
+    assert memory_line(beyond, plateau)[1] == pytest.approx((700.0 * mib - plateau * 1.02) / 4)
+    # nothing above it: the flat line of the plateau (slope never negative)
+    assert memory_line([[1, plateau + 0.2 * mib], [2, plateau]], plateau) == pytest.approx((plateau + 0.4 * mib, 0.0))
+    with pytest.raises(ProfileError, match="two or more batch sizes"):
+        memory_line([[4, 1.0], [4, 2.0]], 0.0)
 
 
 def _big_profile(tmp_path: Path, gpu: str) -> Path:

@@ -12,7 +12,11 @@ what runs.
 ``A·b`` and a workspace ``W``, from the line through the forward-and-backward peaks the profiler measured
 apart from the optimizer step (:func:`forward_line`): ``A`` is its slope (or the slope measured with every
 block checkpointed), ``W`` its intercept less the parameters, the optimizer state and, under autocast, the
-cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). ``d`` is the
+cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). The line is
+fitted only through the peaks above the *plateau* ``2·P·p + P·o`` (:func:`memory_line`): one process holds
+every gradient with its parameters and optimizer state at the end of backward, so at small batches (and
+under checkpointing) its forward-and-backward peak is that moment, not the turn the line stands for, and
+such points would lift ``W`` and flatten ``A``. ``d`` is the
 sharding group (``fsdp``: every GPU; ``hsdp``: the GPUs of one VM); ``c`` the bytes of a parameter as the
 forward computes with it (2 under bf16/fp16 mixed precision, else ``p``); ``U_root`` and ``U_max`` the
 root's and the largest block's parameter counts. Two moments of the iteration can be the peak:
@@ -74,6 +78,9 @@ OPTIMIZER_STATE_BYTES: dict[str, float] = {"adam": 8.0, "adamw": 8.0, "sgd": 4.0
 HALF_BYTES = 2.0
 HALF_PRECISIONS = frozenset({"bf16", "fp16"})
 _INDEX = re.compile(r"^\d+$")
+#: A forward-and-backward peak less than this fraction above the plateau (:func:`plateau_bytes`) is taken to
+#: be on it (the end of backward plus the loss and the batch: 0.1-0.2 % above it on the CPU profiles measured).
+PLATEAU_MARGIN = 0.01
 #: What :func:`max_batch_for` answers when memory does not bound the batch.
 UNBOUNDED_BATCH = 1 << 30
 
@@ -249,17 +256,44 @@ def optimizer_state_bytes(optimizer: str) -> float:
         raise ProfileError(f"no memory model for optimizer '{optimizer}'; profile with one of {known}") from None
 
 
+def plateau_bytes(param_bytes: float, optimizer_bytes: float) -> float:
+    """``2·P·p + P·o``: what one process holds at the end of backward (parameters, every gradient, the
+    optimizer's state), a floor under its forward-and-backward peak at every batch."""
+    return 2.0 * param_bytes + optimizer_bytes
+
+
+def above_plateau(points: Sequence[Sequence[float]], plateau: float) -> list[tuple[float, float]]:
+    """The ``(batch, peak bytes)`` points above ``plateau`` by more than :data:`PLATEAU_MARGIN`."""
+    return [(float(b), float(v)) for b, v in points if float(v) > plateau * (1.0 + PLATEAU_MARGIN)]
+
+
+def memory_line(points: Sequence[Sequence[float]], plateau: float) -> tuple[float, float]:
+    """``(intercept, slope)`` in bytes of the least-squares line through the ``(batch, peak bytes)`` points
+    above ``plateau`` by more than :data:`PLATEAU_MARGIN` (the points on it measure the end of backward, not
+    the moment the line stands for). Where fewer than two batches lie above it, the line through every point:
+    the plateau lifts its intercept, so it errs high at small batches (a model the profile cannot tell more
+    of; profile larger batches to leave the plateau). The slope is never negative.
+
+    Raises:
+        ProfileError: fewer than two distinct batches.
+    """
+    if len({float(b) for b, _ in points}) < 2:
+        raise ProfileError("a memory line needs peak memory at two or more batch sizes")
+    above = above_plateau(points, plateau)
+    used = above if len({b for b, _ in above}) >= 2 else [(float(b), float(v)) for b, v in points]
+    slope, intercept = np.polyfit([b for b, _ in used], [v for _, v in used], 1)
+    return float(intercept), max(float(slope), 0.0)
+
+
 def forward_line(profile: Profile) -> tuple[float, float]:
-    """``(intercept, slope)`` in bytes of the forward-and-backward peak against the batch: fitted through the
-    forward peaks the profiler measured apart from the optimizer step (``extra["forward_memory_points"]``),
-    or, in profiles made before it did, the whole iteration's memory model (whose intercept then also holds
-    what the step adds at small batches)."""
+    """``(intercept, slope)`` in bytes of the forward-and-backward peak against the batch: :func:`memory_line`
+    through the forward peaks the profiler measured apart from the optimizer step
+    (``extra["forward_memory_points"]``), or, in profiles made before it did, the whole iteration's memory
+    model (whose intercept then also holds what the step adds at small batches)."""
     points = profile.extra.get("forward_memory_points") if profile.extra else None
     if points and len({int(b) for b, _ in points}) >= 2:
-        batches = np.array([float(b) for b, _ in points])
-        peaks = np.array([float(v) for _, v in points])
-        slope, intercept = np.polyfit(batches, peaks, 1)
-        return float(intercept), max(float(slope), 0.0)
+        optimizer = optimizer_state_bytes(profile.optimizer) * profile.n_params
+        return memory_line(points, plateau_bytes(float(profile.param_bytes), optimizer))
     return profile.memory.base_bytes, profile.memory.per_sample_bytes
 
 
