@@ -173,3 +173,66 @@ def test_a_factory_returning_a_bare_module_profiles_with_input_shape(cli, tmp_pa
     assert code == 0, err
     code, _, err = cli("profile", "--model", "bare_models:classifier", "--input-shape", "3x9x9", *common)
     assert code == 2 and "cannot take inputs of shape (batch, 3, 9, 9)" in " ".join(err.split())
+
+
+class _PlateauTrainer:
+    """A stand-in for the profiler's trainer whose forward-and-backward peak is one process's: the larger of
+    the end-of-backward plateau and a line in the batch (``out_of_memory_at``: batches that raise a CUDA
+    out-of-memory error)."""
+
+    def __init__(self, plateau: float, line: tuple[float, float], out_of_memory_at: int | None = None) -> None:
+        self.model = torch.nn.Module()
+        self.model.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)])
+        self.workload = type("W", (), {"name": "plateau"})()
+        self.plateau, self.line, self.out_of_memory_at = plateau, line, out_of_memory_at
+        self.measured: list[int] = []
+        self.released = 0
+
+    def iteration(self, batch: int) -> tuple[float, float, float, float]:
+        return 1.0, 2.0, 0.5, 3.5
+
+    def phase_peaks(self, batch: int) -> tuple[float, float]:
+        if self.out_of_memory_at is not None and batch >= self.out_of_memory_at:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        self.measured.append(batch)
+        return max(self.plateau * 1.001, self.line[0] + self.line[1] * batch), 0.0
+
+    def release(self) -> None:
+        self.released += 1
+
+
+def _checkpointed(trainer: _PlateauTrainer, ceiling: float | None) -> dict:  # type: ignore[type-arg]
+    from srifty.compute.measure.profiler import measure_checkpointing
+    from srifty.compute.profile import ParamInfo
+
+    params = tuple(ParamInfo(f"layers.{i}.w", 1000, 4000, "float32", 0.5) for i in range(2))
+    plain = {1: 100_000.0, 2: 120_000.0}  # the plain line: 80 kB + 20 kB a sample
+    options = ProfileOptions(optimizer="adam", warmup_iters=1, timed_iters=1)
+    return measure_checkpointing(trainer, params, [1, 2], options, plain, ceiling)  # type: ignore[arg-type]
+
+
+def test_checkpointed_memory_is_probed_at_larger_batches_until_two_peaks_leave_the_plateau() -> None:
+    plateau = 2 * 8000.0 + 8 * 2000.0  # 2·P·p + P·o: 2,000 parameters, Adam
+    # checkpointed peak: 25 kB + 1 kB a sample, under the plateau up to batch 7
+    trainer = _PlateauTrainer(plateau, (25_000.0, 1_000.0))
+    extra = _checkpointed(trainer, ceiling=None)
+    assert [b for b, _ in extra["checkpointed_forward_memory_points"]] == [1, 2, 4, 8, 16]
+    assert extra["checkpointed_per_sample_bytes"] == pytest.approx(1_000.0)  # from batches 8 and 16 only
+    assert extra["checkpointing_batch"] == 2 and trainer.released == 0
+
+
+def test_checkpointed_probes_stop_at_the_memory_ceiling_or_out_of_memory_and_fall_back() -> None:
+    plateau = 32_000.0
+    # every checkpointed peak on the plateau: three doublings at most, then the line through every point
+    trainer = _PlateauTrainer(plateau, (0.0, 1_000.0))
+    extra = _checkpointed(trainer, ceiling=None)
+    assert trainer.measured == [1, 2, 4, 8, 16]
+    assert extra["checkpointed_per_sample_bytes"] == pytest.approx(0.0)  # the plateau's flat line
+    # the plain line (80 kB + 20 kB a sample) is 240 kB at batch 8, 400 kB at 16: over a 250 kB ceiling
+    ceiling = _PlateauTrainer(plateau, (0.0, 1_000.0))
+    _checkpointed(ceiling, ceiling=250_000.0)
+    assert ceiling.measured == [1, 2, 4, 8]
+    oom = _PlateauTrainer(plateau, (25_000.0, 1_000.0), out_of_memory_at=8)
+    extra = _checkpointed(oom, ceiling=None)
+    assert oom.measured == [1, 2, 4] and oom.released == 1
+    assert [b for b, _ in extra["checkpointed_forward_memory_points"]] == [1, 2, 4]

@@ -38,6 +38,8 @@ ProgressFn = Callable[[str, int, int], None]
 
 CPU_DEFAULT_MAX_BATCH = 64
 GPU_DEFAULT_MAX_BATCH = 8192
+#: Doublings of the batch past the probed ones that ``--checkpointing`` may measure to leave the plateau.
+CHECKPOINTED_EXTRA_PROBES = 3
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,9 @@ class ProfileOptions:
             (CPU: gloo with a loopback peer process; see :mod:`srifty.compute.measure.interference`).
         interference_reps: repetitions of that measurement (their spread is recorded).
         checkpointing: also measure memory and backward time with activation checkpointing of every block
-            (the units FSDP shards, :func:`srifty.compute.sharding.sharding_units`), at two probed batches.
+            (the units FSDP shards, :func:`srifty.compute.sharding.sharding_units`), at two probed batches
+            and, where their peaks sit on the end-of-backward plateau, at larger ones
+            (:func:`measure_checkpointing`).
     """
 
     device: str = "cpu"
@@ -453,7 +457,8 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     device = _device_info(options, memory_limit, peaks)
     if options.checkpointing:  # last: it leaves the blocks checkpointed
         report("checkpointing", 0, 1)
-        extra.update(measure_checkpointing(trainer, params, batches, options))
+        ceiling = None if is_cuda else float(memory_limit)
+        extra.update(measure_checkpointing(trainer, params, batches, options, forward_points, ceiling))
         report("checkpointing", 1, 1)
     trainer.release()
     return Profile(
@@ -491,19 +496,37 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
 
 
 def measure_checkpointing(
-    trainer: _Trainer, params: tuple[ParamInfo, ...], probed: list[int], options: ProfileOptions
+    trainer: _Trainer,
+    params: tuple[ParamInfo, ...],
+    probed: list[int],
+    options: ProfileOptions,
+    plain_points: dict[int, float],
+    ceiling_bytes: float | None,
 ) -> dict[str, Any]:
-    """Forward-and-backward peak memory at two probed batches, and backward time at the larger, with every
-    block checkpointed (``torch.distributed._composable.checkpoint``, which keeps parameter names): the
+    """Forward-and-backward peak memory with every block checkpointed (``torch.distributed._composable.
+    checkpoint``, which keeps parameter names), and backward time at the larger of two probed batches: the
     per-sample activation bytes and the backward's slowdown the memory model and the simulator use.
+
+    The peaks are measured at the two probed batches of :func:`work_batches`, then at doubled batches (at most
+    :data:`CHECKPOINTED_EXTRA_PROBES`) until two lie above the plateau ``2·P·p + P·o``: checkpointing keeps so
+    little that at small batches one process peaks at the end of backward, every gradient held, whatever the
+    batch (:func:`srifty.compute.sharding.memory_line`). A doubled batch is measured only where the plain
+    forward-and-backward line through ``plain_points`` (an upper bound: checkpointing only frees
+    activations) stays within ``ceiling_bytes`` (the CPU's memory limit; ``None`` on a GPU, where an out of
+    memory ends the doubling instead). The slope is :func:`~srifty.compute.sharding.memory_line`'s.
 
     Runs last: the blocks stay checkpointed. Raises:
         ProfileError: the model has no repeated blocks to checkpoint.
     """
     from torch.distributed._composable import checkpoint
 
-    from srifty.compute.memory import fit_memory_model
-    from srifty.compute.sharding import sharding_units
+    from srifty.compute.sharding import (
+        above_plateau,
+        memory_line,
+        optimizer_state_bytes,
+        plateau_bytes,
+        sharding_units,
+    )
 
     blocks = [u.key for u in sharding_units(params) if not u.is_root]
     if not blocks:
@@ -521,11 +544,28 @@ def measure_checkpointing(
     plain_ms = backward_ms(hi)
     for key in blocks:
         checkpoint(trainer.model.get_submodule(key))
+    param_bytes = float(sum(p.size_bytes for p in params))
+    plateau = plateau_bytes(param_bytes, optimizer_state_bytes(options.optimizer) * sum(p.numel for p in params))
+    plain = memory_line(sorted(plain_points.items()), plateau)
     points = {b: trainer.phase_peaks(b)[0] for b in (lo, hi)}
-    fit = fit_memory_model(list(points), list(points.values()))
+    batch = hi
+    for _ in range(CHECKPOINTED_EXTRA_PROBES):
+        if len(above_plateau(sorted(points.items()), plateau)) >= 2:
+            break
+        batch *= 2
+        if ceiling_bytes is not None and plain[0] + plain[1] * batch > ceiling_bytes:
+            break
+        try:
+            points[batch] = trainer.phase_peaks(batch)[0]
+        except (torch.OutOfMemoryError, RuntimeError) as err:
+            if not _is_oom(err):
+                raise
+        if batch not in points:  # out of memory: released outside the except block, whose traceback holds it
+            trainer.release()
+            break
     return {
         "checkpointed_forward_memory_points": [[b, points[b]] for b in sorted(points)],
-        "checkpointed_per_sample_bytes": fit.per_sample_bytes,
+        "checkpointed_per_sample_bytes": memory_line(sorted(points.items()), plateau)[1],
         "checkpointing_bwd_slowdown": backward_ms(hi) / max(plain_ms, 1e-9),
         "checkpointing_batch": hi,
     }
