@@ -65,6 +65,8 @@ BATCHES = (2, 8)
 #: start-up broadcast of the parameters makes, released on gloo's thread. It can only add. FSDPMemTracker
 #: follows tensors, not the allocator, and does not stray.
 COUNTER_RUNS = 3
+#: The model no part of the memory model was fitted to.
+HELD_OUT = "deep_decoder"
 #: What identifies a row across runs.
 KEY = ("model", "strategy", "ranks", "shard_group", "checkpointing", "local_batch")
 
@@ -222,6 +224,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         f"Absolute error: median {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} % over "
         f"{len(rows)} configurations ({sum(e <= 0.10 for e in errors)} within 10 %).",
+        *_held_out(rows, before["rows"] if before else []),
         *_missed(rows),
     ]
     if before:
@@ -238,6 +241,19 @@ def render(results: dict[str, Any]) -> str:
         "lock). Machine: " + results["machine"] + ".",
     ]
     return "\n".join(lines)
+
+
+def _held_out(rows: list[dict[str, Any]], before: list[dict[str, Any]]) -> list[str]:
+    """A line counting the held-out model's configurations within the goal, now and in the previous run."""
+
+    def within(run: list[dict[str, Any]]) -> str:
+        held = [r for r in run if r["model"] == HELD_OUT]
+        return f"{sum(abs(r['error']) <= 0.10 for r in held)} of {len(held)}"
+
+    if not any(r["model"] == HELD_OUT for r in rows):
+        return []
+    was = f" (the previous run: {within(before)})" if any(r["model"] == HELD_OUT for r in before) else ""
+    return ["", f"Held out ({HELD_OUT}): {within(rows)} within 10 %{was}."]
 
 
 def _missed(rows: list[dict[str, Any]]) -> list[str]:
