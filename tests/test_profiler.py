@@ -176,26 +176,34 @@ def test_a_factory_returning_a_bare_module_profiles_with_input_shape(cli, tmp_pa
 
 
 class _PlateauTrainer:
-    """A stand-in for the profiler's trainer whose forward-and-backward peak is one process's: the larger of
-    the end-of-backward plateau and a line in the batch (``out_of_memory_at``: batches that raise a CUDA
-    out-of-memory error)."""
+    """A stand-in for the profiler's trainer whose checkpointed peaks are one process's: at the turn a line in
+    the batch, in the blocks' backward the larger of the end-of-backward plateau and another line
+    (``out_of_memory_at``: batches that raise a CUDA out-of-memory error)."""
 
-    def __init__(self, plateau: float, line: tuple[float, float], out_of_memory_at: int | None = None) -> None:
+    def __init__(
+        self,
+        plateau: float,
+        blocks: tuple[float, float],
+        turn: tuple[float, float] = (10_000.0, 3_000.0),
+        out_of_memory_at: int | None = None,
+    ) -> None:
         self.model = torch.nn.Module()
         self.model.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)])
         self.workload = type("W", (), {"name": "plateau"})()
-        self.plateau, self.line, self.out_of_memory_at = plateau, line, out_of_memory_at
+        self.plateau, self.blocks, self.turn, self.out_of_memory_at = plateau, blocks, turn, out_of_memory_at
         self.measured: list[int] = []
         self.released = 0
 
     def iteration(self, batch: int) -> tuple[float, float, float, float]:
         return 1.0, 2.0, 0.5, 3.5
 
-    def phase_peaks(self, batch: int) -> tuple[float, float]:
+    def turn_and_blocks_peaks(self, batch: int, last_block: torch.nn.Module) -> tuple[float, float]:
+        assert last_block is self.model.layers[1]  # the first block backward runs
         if self.out_of_memory_at is not None and batch >= self.out_of_memory_at:
             raise torch.OutOfMemoryError("CUDA out of memory")
         self.measured.append(batch)
-        return max(self.plateau * 1.001, self.line[0] + self.line[1] * batch), 0.0
+        blocks = max(self.plateau * 1.001, self.blocks[0] + self.blocks[1] * batch)
+        return self.turn[0] + self.turn[1] * batch, blocks
 
     def release(self) -> None:
         self.released += 1
@@ -213,17 +221,20 @@ def _checkpointed(trainer: _PlateauTrainer, ceiling: float | None) -> dict:  # t
 
 def test_checkpointed_memory_is_probed_at_larger_batches_until_two_peaks_leave_the_plateau() -> None:
     plateau = 2 * 8000.0 + 8 * 2000.0  # 2·P·p + P·o: 2,000 parameters, Adam
-    # checkpointed peak: 25 kB + 1 kB a sample, under the plateau up to batch 7
+    # the blocks' backward: 25 kB + 1 kB a sample, under the plateau up to batch 7; the turn 10 kB + 3 kB
     trainer = _PlateauTrainer(plateau, (25_000.0, 1_000.0))
     extra = _checkpointed(trainer, ceiling=None)
-    assert [b for b, _ in extra["checkpointed_forward_memory_points"]] == [1, 2, 4, 8, 16]
+    assert [b for b, _ in extra["checkpointed_blocks_memory_points"]] == [1, 2, 4, 8, 16]
     assert extra["checkpointed_per_sample_bytes"] == pytest.approx(1_000.0)  # from batches 8 and 16 only
+    assert extra["checkpointed_turn_per_sample_bytes"] == pytest.approx(3_000.0)  # every batch: no plateau
+    # the whole forward-and-backward peak, as before the moments were measured apart
+    assert extra["checkpointed_forward_memory_points"][-1] == [16, 10_000.0 + 3_000.0 * 16]
     assert extra["checkpointing_batch"] == 2 and trainer.released == 0
 
 
 def test_checkpointed_probes_stop_at_the_memory_ceiling_or_out_of_memory_and_fall_back() -> None:
     plateau = 32_000.0
-    # every checkpointed peak on the plateau: three doublings at most, then the line through every point
+    # every blocks' peak on the plateau: three doublings at most, then the line through every point
     trainer = _PlateauTrainer(plateau, (0.0, 1_000.0))
     extra = _checkpointed(trainer, ceiling=None)
     assert trainer.measured == [1, 2, 4, 8, 16]
@@ -235,4 +246,32 @@ def test_checkpointed_probes_stop_at_the_memory_ceiling_or_out_of_memory_and_fal
     oom = _PlateauTrainer(plateau, (25_000.0, 1_000.0), out_of_memory_at=8)
     extra = _checkpointed(oom, ceiling=None)
     assert oom.measured == [1, 2, 4] and oom.released == 1
-    assert [b for b, _ in extra["checkpointed_forward_memory_points"]] == [1, 2, 4]
+    assert [b for b, _ in extra["checkpointed_turn_memory_points"]] == [1, 2, 4]
+
+
+def test_the_checkpointed_peak_is_split_where_backward_reaches_the_last_block() -> None:
+    from torch.distributed._composable import checkpoint
+
+    from srifty.compute.measure.memevents import allocator_phase_peaks, mark
+    from srifty.compute.measure.profiler import _Trainer
+    from srifty.compute.measure.workloads import build_workload
+
+    kept: list[torch.Tensor] = []
+
+    def phase() -> None:
+        kept.append(torch.ones(2**18))  # 1 MiB
+        mark()
+        kept.append(torch.ones(3 * 2**18))  # 3 MiB more
+        kept.clear()
+
+    peaks = allocator_phase_peaks({"run": phase})
+    assert peaks["run.before_mark"] == pytest.approx(2**20, rel=0.01)
+    assert peaks["run.after_mark"] == peaks["run"] == pytest.approx(4 * 2**20, rel=0.01)
+    assert set(allocator_phase_peaks({"quiet": lambda: None})) == {"quiet"}  # no mark: no split
+
+    trainer = _Trainer(build_workload("srifty.compute.zoo:tiny_decoder"), ProfileOptions(threads=1))
+    trainer.iteration(1)
+    for i in range(4):
+        checkpoint(trainer.model.get_submodule(f"layers.{i}"))
+    turn, blocks = trainer.turn_and_blocks_peaks(2, trainer.model.get_submodule("layers.3"))
+    assert 0 < turn < blocks and max(turn, blocks) == trainer.phase_peaks(2)[0]

@@ -121,6 +121,23 @@ def test_checkpointed_fsdp_peaks_in_backward_with_done_gradients_a_prefetch_and_
     assert backward_peak(_inputs(n_units=1, max_unit_numel=0), options, 1) is None  # the root alone
 
 
+def test_checkpointing_prices_the_turn_and_the_blocks_backward_each_with_its_own_activations() -> None:
+    # a profile that measured them apart: 1.2 GB a sample at the turn (the head's logits), 0.3 GB in the blocks
+    inputs = _inputs(checkpointed_turn_per_sample_bytes=1.2e9)
+    options = gpu_options("fsdp", 8, checkpointing=True)
+    assert forward_peak(inputs, options, 4).activations_bytes == pytest.approx(4 * 1.2e9)
+    backward = backward_peak(inputs, options, 4)
+    assert backward is not None and backward.activations_bytes == pytest.approx(4 * 3e8)
+    assert peak_memory(inputs, options, 4).phase == "forward"  # 3.4e9 - 3e8 + 4.8e9 against 3.95e9 + 9e8
+    # the largest batch is bounded by the turn's line now
+    room = usable_bytes(24 * GIB)
+    batch = max_batch_for(inputs, options, 24 * GIB)
+    assert batch == int((room - forward_peak(inputs, options, 0).total_bytes) // 1.2e9)
+    # never more than without checkpointing; a profile that did not measure it apart: one A for both
+    assert forward_peak(_inputs(checkpointed_turn_per_sample_bytes=5e9), options, 1).activations_bytes == 2e9
+    assert forward_peak(_inputs(), options, 4).activations_bytes == pytest.approx(4 * 3e8)
+
+
 def test_the_largest_batch_is_bounded_by_the_backward_moment_under_checkpointing() -> None:
     inputs = _inputs()
     options = gpu_options("fsdp", 8, checkpointing=True)
@@ -205,6 +222,10 @@ def test_the_forward_line_is_fitted_only_through_the_peaks_above_the_plateau() -
     assert inputs.per_sample_bytes == pytest.approx(50 * mib)
     assert inputs.workspace_bytes == pytest.approx(2 * mib)
     assert inputs == memory_inputs(profile.with_changes(extra={"forward_memory_points": turn}))
+    apart = {"checkpointed_per_sample_bytes": 3 * mib, "checkpointed_turn_per_sample_bytes": 7 * mib}
+    checkpointed = memory_inputs(profile.with_changes(extra={"forward_memory_points": turn, **apart}))
+    assert checkpointed.checkpointed_per_sample_bytes == 3 * mib
+    assert checkpointed.checkpointed_turn_per_sample_bytes == 7 * mib
     # the line through every point, as before the plateau was known, flattens A and lifts W
     everything = memory_line(on_plateau + turn, 0.0)
     assert everything[1] < 45 * mib and everything[0] - 384 * mib > 20 * mib
