@@ -173,3 +173,105 @@ def test_a_factory_returning_a_bare_module_profiles_with_input_shape(cli, tmp_pa
     assert code == 0, err
     code, _, err = cli("profile", "--model", "bare_models:classifier", "--input-shape", "3x9x9", *common)
     assert code == 2 and "cannot take inputs of shape (batch, 3, 9, 9)" in " ".join(err.split())
+
+
+class _PlateauTrainer:
+    """A stand-in for the profiler's trainer whose checkpointed peaks are one process's: at the turn a line in
+    the batch, in the blocks' backward the larger of the end-of-backward plateau and another line
+    (``out_of_memory_at``: batches that raise a CUDA out-of-memory error)."""
+
+    def __init__(
+        self,
+        plateau: float,
+        blocks: tuple[float, float],
+        turn: tuple[float, float] = (10_000.0, 3_000.0),
+        out_of_memory_at: int | None = None,
+    ) -> None:
+        self.model = torch.nn.Module()
+        self.model.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)])
+        self.workload = type("W", (), {"name": "plateau"})()
+        self.plateau, self.blocks, self.turn, self.out_of_memory_at = plateau, blocks, turn, out_of_memory_at
+        self.measured: list[int] = []
+        self.released = 0
+
+    def iteration(self, batch: int) -> tuple[float, float, float, float]:
+        return 1.0, 2.0, 0.5, 3.5
+
+    def turn_and_blocks_peaks(self, batch: int, last_block: torch.nn.Module) -> tuple[float, float]:
+        assert last_block is self.model.layers[1]  # the first block backward runs
+        if self.out_of_memory_at is not None and batch >= self.out_of_memory_at:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        self.measured.append(batch)
+        blocks = max(self.plateau * 1.001, self.blocks[0] + self.blocks[1] * batch)
+        return self.turn[0] + self.turn[1] * batch, blocks
+
+    def release(self) -> None:
+        self.released += 1
+
+
+def _checkpointed(trainer: _PlateauTrainer, ceiling: float | None) -> dict:  # type: ignore[type-arg]
+    from srifty.compute.measure.profiler import measure_checkpointing
+    from srifty.compute.profile import ParamInfo
+
+    params = tuple(ParamInfo(f"layers.{i}.w", 1000, 4000, "float32", 0.5) for i in range(2))
+    plain = {1: 100_000.0, 2: 120_000.0}  # the plain line: 80 kB + 20 kB a sample
+    options = ProfileOptions(optimizer="adam", warmup_iters=1, timed_iters=1)
+    return measure_checkpointing(trainer, params, [1, 2], options, plain, ceiling)  # type: ignore[arg-type]
+
+
+def test_checkpointed_memory_is_probed_at_larger_batches_until_two_peaks_leave_the_plateau() -> None:
+    plateau = 2 * 8000.0 + 8 * 2000.0  # 2·P·p + P·o: 2,000 parameters, Adam
+    # the blocks' backward: 25 kB + 1 kB a sample, under the plateau up to batch 7; the turn 10 kB + 3 kB
+    trainer = _PlateauTrainer(plateau, (25_000.0, 1_000.0))
+    extra = _checkpointed(trainer, ceiling=None)
+    assert [b for b, _ in extra["checkpointed_blocks_memory_points"]] == [1, 2, 4, 8, 16]
+    assert extra["checkpointed_per_sample_bytes"] == pytest.approx(1_000.0)  # from batches 8 and 16 only
+    assert extra["checkpointed_turn_per_sample_bytes"] == pytest.approx(3_000.0)  # every batch: no plateau
+    # the whole forward-and-backward peak, as before the moments were measured apart
+    assert extra["checkpointed_forward_memory_points"][-1] == [16, 10_000.0 + 3_000.0 * 16]
+    assert extra["checkpointing_batch"] == 2 and trainer.released == 0
+
+
+def test_checkpointed_probes_stop_at_the_memory_ceiling_or_out_of_memory_and_fall_back() -> None:
+    plateau = 32_000.0
+    # every blocks' peak on the plateau: three doublings at most, then the line through every point
+    trainer = _PlateauTrainer(plateau, (0.0, 1_000.0))
+    extra = _checkpointed(trainer, ceiling=None)
+    assert trainer.measured == [1, 2, 4, 8, 16]
+    assert extra["checkpointed_per_sample_bytes"] == pytest.approx(0.0)  # the plateau's flat line
+    # the plain line (80 kB + 20 kB a sample) is 240 kB at batch 8, 400 kB at 16: over a 250 kB ceiling
+    ceiling = _PlateauTrainer(plateau, (0.0, 1_000.0))
+    _checkpointed(ceiling, ceiling=250_000.0)
+    assert ceiling.measured == [1, 2, 4, 8]
+    oom = _PlateauTrainer(plateau, (25_000.0, 1_000.0), out_of_memory_at=8)
+    extra = _checkpointed(oom, ceiling=None)
+    assert oom.measured == [1, 2, 4] and oom.released == 1
+    assert [b for b, _ in extra["checkpointed_turn_memory_points"]] == [1, 2, 4]
+
+
+def test_the_checkpointed_peak_is_split_where_backward_reaches_the_last_block() -> None:
+    from torch.distributed._composable import checkpoint
+
+    from srifty.compute.measure.memevents import allocator_phase_peaks, mark
+    from srifty.compute.measure.profiler import _Trainer
+    from srifty.compute.measure.workloads import build_workload
+
+    kept: list[torch.Tensor] = []
+
+    def phase() -> None:
+        kept.append(torch.ones(2**18))  # 1 MiB
+        mark()
+        kept.append(torch.ones(3 * 2**18))  # 3 MiB more
+        kept.clear()
+
+    peaks = allocator_phase_peaks({"run": phase})
+    assert peaks["run.before_mark"] == pytest.approx(2**20, rel=0.01)
+    assert peaks["run.after_mark"] == peaks["run"] == pytest.approx(4 * 2**20, rel=0.01)
+    assert set(allocator_phase_peaks({"quiet": lambda: None})) == {"quiet"}  # no mark: no split
+
+    trainer = _Trainer(build_workload("srifty.compute.zoo:tiny_decoder"), ProfileOptions(threads=1))
+    trainer.iteration(1)
+    for i in range(4):
+        checkpoint(trainer.model.get_submodule(f"layers.{i}"))
+    turn, blocks = trainer.turn_and_blocks_peaks(2, trainer.model.get_submodule("layers.3"))
+    assert 0 < turn < blocks and max(turn, blocks) == trainer.phase_peaks(2)[0]

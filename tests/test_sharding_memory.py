@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from srifty.compute.sharding import (
     gpu_options,
     max_batch_for,
     memory_inputs,
+    memory_line,
     min_shard_size,
     peak_memory,
     sharding_units,
@@ -27,6 +29,7 @@ from srifty.compute.sharding import (
     unit_key,
     usable_bytes,
 )
+from srifty.errors import ProfileError
 from tests.factories import synthetic_profile
 
 GIB = 2**30
@@ -118,6 +121,23 @@ def test_checkpointed_fsdp_peaks_in_backward_with_done_gradients_a_prefetch_and_
     assert backward_peak(_inputs(n_units=1, max_unit_numel=0), options, 1) is None  # the root alone
 
 
+def test_checkpointing_prices_the_turn_and_the_blocks_backward_each_with_its_own_activations() -> None:
+    # a profile that measured them apart: 1.2 GB a sample at the turn (the head's logits), 0.3 GB in the blocks
+    inputs = _inputs(checkpointed_turn_per_sample_bytes=1.2e9)
+    options = gpu_options("fsdp", 8, checkpointing=True)
+    assert forward_peak(inputs, options, 4).activations_bytes == pytest.approx(4 * 1.2e9)
+    backward = backward_peak(inputs, options, 4)
+    assert backward is not None and backward.activations_bytes == pytest.approx(4 * 3e8)
+    assert peak_memory(inputs, options, 4).phase == "forward"  # 3.4e9 - 3e8 + 4.8e9 against 3.95e9 + 9e8
+    # the largest batch is bounded by the turn's line now
+    room = usable_bytes(24 * GIB)
+    batch = max_batch_for(inputs, options, 24 * GIB)
+    assert batch == int((room - forward_peak(inputs, options, 0).total_bytes) // 1.2e9)
+    # never more than without checkpointing; a profile that did not measure it apart: one A for both
+    assert forward_peak(_inputs(checkpointed_turn_per_sample_bytes=5e9), options, 1).activations_bytes == 2e9
+    assert forward_peak(_inputs(), options, 4).activations_bytes == pytest.approx(4 * 3e8)
+
+
 def test_the_largest_batch_is_bounded_by_the_backward_moment_under_checkpointing() -> None:
     inputs = _inputs()
     options = gpu_options("fsdp", 8, checkpointing=True)
@@ -189,6 +209,45 @@ def test_a_profile_gives_the_inputs_from_its_forward_peaks() -> None:
     # an older profile: the whole iteration's line
     older = memory_inputs(profile.with_changes(extra={}, memory=MemoryModel(3 * GIB, 5 * 2**20)))
     assert older.per_sample_bytes == 5 * 2**20 and older.workspace_bytes == pytest.approx(3 * GIB - 384 * 2**20)
+
+
+def test_the_forward_line_is_fitted_only_through_the_peaks_above_the_plateau() -> None:
+    # 128 MiB of parameters with Adam: one process holds 512 MiB at the end of backward whatever the batch
+    profile = synthetic_profile(param_mib=(64.0, 64.0)).with_changes(optimizer="adam")
+    mib = 2**20
+    plateau = (2 * 128 + 256) * mib
+    turn = [[4, 384 * mib + 2 * mib + 4 * 50 * mib], [8, 384 * mib + 2 * mib + 8 * 50 * mib]]  # W 2 MiB, A 50
+    on_plateau = [[1, plateau + 0.1 * mib], [2, plateau + 0.3 * mib]]  # the turn is below the plateau there
+    inputs = memory_inputs(profile.with_changes(extra={"forward_memory_points": on_plateau + turn}))
+    assert inputs.per_sample_bytes == pytest.approx(50 * mib)
+    assert inputs.workspace_bytes == pytest.approx(2 * mib)
+    assert inputs == memory_inputs(profile.with_changes(extra={"forward_memory_points": turn}))
+    apart = {"checkpointed_per_sample_bytes": 3 * mib, "checkpointed_turn_per_sample_bytes": 7 * mib}
+    checkpointed = memory_inputs(profile.with_changes(extra={"forward_memory_points": turn, **apart}))
+    assert checkpointed.checkpointed_per_sample_bytes == 3 * mib
+    assert checkpointed.checkpointed_turn_per_sample_bytes == 7 * mib
+    # the line through every point, as before the plateau was known, flattens A and lifts W
+    everything = memory_line(on_plateau + turn, 0.0)
+    assert everything[1] < 45 * mib and everything[0] - 384 * mib > 20 * mib
+
+
+def test_fewer_than_two_peaks_above_the_plateau_fall_back_to_the_line_through_every_point() -> None:
+    mib = 2**20
+    plateau = 512.0 * mib
+    points = [[1, plateau + 0.1 * mib], [2, plateau + 0.2 * mib], [8, 700.0 * mib]]
+    slope, intercept = np.polyfit([1.0, 2.0, 8.0], [v for _, v in points], 1)
+    assert memory_line(points, plateau) == pytest.approx((intercept, slope))
+    # a peak within PLATEAU_MARGIN (1 %) above the plateau is taken to be on it; one beyond it is not
+    near = [[1, plateau + 0.1 * mib], [4, plateau * 1.009], [8, 700.0 * mib]]
+    assert memory_line(near, plateau) == pytest.approx(
+        tuple(np.polyfit([1.0, 4.0, 8.0], [v for _, v in near], 1))[::-1]
+    )
+    beyond = [[1, plateau + 0.1 * mib], [4, plateau * 1.02], [8, 700.0 * mib]]
+    assert memory_line(beyond, plateau)[1] == pytest.approx((700.0 * mib - plateau * 1.02) / 4)
+    # nothing above it: the flat line of the plateau (slope never negative)
+    assert memory_line([[1, plateau + 0.2 * mib], [2, plateau]], plateau) == pytest.approx((plateau + 0.4 * mib, 0.0))
+    with pytest.raises(ProfileError, match="two or more batch sizes"):
+        memory_line([[4, 1.0], [4, 2.0]], 0.0)
 
 
 def _big_profile(tmp_path: Path, gpu: str) -> Path:

@@ -84,7 +84,8 @@ def profile(
         bool,
         typer.Option(
             "--checkpointing/--no-checkpointing",
-            help="Also measure memory and backward time with every block activation-checkpointed (for FSDP plans).",
+            help="Also measure memory and backward time with every block activation-checkpointed (for FSDP plans); "
+            "memory also at up to 8x the largest probed batch where the smaller ones peak at the end of backward.",
         ),
     ] = False,
 ) -> None:

@@ -11,8 +11,13 @@ what runs.
 ``param_bytes``), an optimizer keeping ``o`` bytes per parameter (Adam 8, SGD with momentum 4), activations
 ``A·b`` and a workspace ``W``, from the line through the forward-and-backward peaks the profiler measured
 apart from the optimizer step (:func:`forward_line`): ``A`` is its slope (or the slope measured with every
-block checkpointed), ``W`` its intercept less the parameters, the optimizer state and, under autocast, the
-cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). ``d`` is the
+block checkpointed: at the turn, and apart while backward runs the blocks, where the profile measured them
+apart), ``W`` its intercept less the parameters, the optimizer state and, under autocast, the
+cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). The line is
+fitted only through the peaks above the *plateau* ``2·P·p + P·o`` (:func:`memory_line`): one process holds
+every gradient with its parameters and optimizer state at the end of backward, so at small batches (and
+under checkpointing) its forward-and-backward peak is that moment, not the turn the line stands for, and
+such points would lift ``W`` and flatten ``A``. ``d`` is the
 sharding group (``fsdp``: every GPU; ``hsdp``: the GPUs of one VM); ``c`` the bytes of a parameter as the
 forward computes with it (2 under bf16/fp16 mixed precision, else ``p``); ``U_root`` and ``U_max`` the
 root's and the largest block's parameter counts. Two moments of the iteration can be the peak:
@@ -26,19 +31,21 @@ root's and the largest block's parameter counts. Two moments of the iteration ca
   sees FSDP2 hold them) and step ``(P·p + P·o + G)/d + t/d``.
 
 A third moment, later in backward (:func:`backward_peak`), is the peak under activation checkpointing, where
-``A`` is small. Backward runs the ``n`` blocks from last to first; while block ``k`` (``0`` the first) is
-recomputed and differentiated, FSDP holds, besides its shard and ``W + A·b``: the root and block ``k``
-gathered, block ``k−1`` gathered ahead (the backward prefetch, for ``k ≥ 1``), block ``k+1``'s gradient as
-the input of its reduce-scatter (``p`` bytes a parameter: fp32, for ``k ≤ n−2``; FSDP2 keeps it until the next
-reduce-scatter is issued) and the sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each:
+``A`` is small (there the blocks' own checkpointed ``A``: the inputs not yet consumed and one recomputed
+block's activations; at the turn the turn's: every checkpointed input and the head's activations, which a wide
+vocabulary makes the larger). Backward runs the ``n`` blocks from last to first; while block ``k`` (``0`` the
+first) is recomputed and differentiated, FSDP holds, besides its shard and ``W + A·b``: the root and block
+``k`` gathered, block ``k−1`` gathered ahead (the backward prefetch, for ``k ≥ 1``), block ``k+1``'s gradient
+as the input of its reduce-scatter (``p`` bytes a parameter: fp32, for ``k ≤ n−2``; FSDP2 keeps it until the
+next reduce-scatter is issued) and the sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each:
 ``(P·p + P·o)/d + c·(U_root + U_max + [k≥1]·U_max) + [k≤n−2]·p·U_max + (n−1−k)·p·U_max/d + W + A·b``. DDP
-holds the whole state, its buckets and the gradients of the blocks done: ``2·P·p + P·o + (n−1−k)·p·U_max + W
-+ A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in
-{0, 1, n−2, n−1} suffices). Not added apart: block ``k``'s own gradient as it accumulates and the root's
-gradients made before the blocks' (the head's), which the one-process profile's backward holds as well and so
-are taken to be within its measured ``W + A·b``. Without checkpointing the same moments are priced with the
-checkpointed ``A`` (what backward holds at least: checkpointing only frees activations), or with ``W`` alone
-where that was not measured; there the turn from forward to backward, every activation held, is the peak.
+holds the whole state, its buckets and the gradients of the blocks done: ``2·P·p + P·o + (n−1−k)·p·U_max + W +
+A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in {0,
+1, n−2, n−1} suffices). Not counted: block ``k``'s own gradient as it accumulates and the root's gradients
+made before the blocks' (the head's), (``W`` is measured at the turn, before any gradient). Without
+checkpointing the same moments are priced with the checkpointed ``A`` (what backward holds at least:
+checkpointing only frees activations), or with ``W`` alone where that was not measured; there the turn from
+forward to backward, every activation held, is the peak.
 
 ``t`` is Adam's temporaries (SGD with momentum updates in place, ``t = 0``): two copies of the largest
 parameter tensor in the single-tensor step torch runs on a CPU; one copy of the (sharded) parameters in the
@@ -74,6 +81,9 @@ OPTIMIZER_STATE_BYTES: dict[str, float] = {"adam": 8.0, "adamw": 8.0, "sgd": 4.0
 HALF_BYTES = 2.0
 HALF_PRECISIONS = frozenset({"bf16", "fp16"})
 _INDEX = re.compile(r"^\d+$")
+#: A forward-and-backward peak less than this fraction above the plateau (:func:`plateau_bytes`) is taken to
+#: be on it (the end of backward plus the loss and the batch: 0.1-0.2 % above it on the CPU profiles measured).
+PLATEAU_MARGIN = 0.01
 #: What :func:`max_batch_for` answers when memory does not bound the batch.
 UNBOUNDED_BATCH = 1 << 30
 
@@ -204,7 +214,10 @@ class MemoryInputs:
         n_units: FSDP units (blocks and root).
         workspace_bytes: ``W``.
         per_sample_bytes: ``A`` without checkpointing.
-        checkpointed_per_sample_bytes: ``A`` with each block checkpointed, where measured.
+        checkpointed_per_sample_bytes: ``A`` with each block checkpointed, where measured: while backward
+            runs the blocks (in profiles that measured the turn apart; else the larger of both moments).
+        checkpointed_turn_per_sample_bytes: ``A`` with each block checkpointed at the turn from forward to
+            backward, where the profile measured it apart.
         step_makes_temporaries: the optimizer's step allocates temporaries (Adam's ``sqrt`` of its second
             moment); SGD with momentum updates in place.
         block_numels: each block's parameters, in model order (backward runs them last to first); empty where
@@ -224,6 +237,7 @@ class MemoryInputs:
     checkpointed_per_sample_bytes: float | None = None
     step_makes_temporaries: bool = True
     block_numels: tuple[int, ...] = ()
+    checkpointed_turn_per_sample_bytes: float | None = None
 
     @property
     def n_blocks(self) -> int:
@@ -249,17 +263,44 @@ def optimizer_state_bytes(optimizer: str) -> float:
         raise ProfileError(f"no memory model for optimizer '{optimizer}'; profile with one of {known}") from None
 
 
+def plateau_bytes(param_bytes: float, optimizer_bytes: float) -> float:
+    """``2·P·p + P·o``: what one process holds at the end of backward (parameters, every gradient, the
+    optimizer's state), a floor under its forward-and-backward peak at every batch."""
+    return 2.0 * param_bytes + optimizer_bytes
+
+
+def above_plateau(points: Sequence[Sequence[float]], plateau: float) -> list[tuple[float, float]]:
+    """The ``(batch, peak bytes)`` points above ``plateau`` by more than :data:`PLATEAU_MARGIN`."""
+    return [(float(b), float(v)) for b, v in points if float(v) > plateau * (1.0 + PLATEAU_MARGIN)]
+
+
+def memory_line(points: Sequence[Sequence[float]], plateau: float) -> tuple[float, float]:
+    """``(intercept, slope)`` in bytes of the least-squares line through the ``(batch, peak bytes)`` points
+    above ``plateau`` by more than :data:`PLATEAU_MARGIN` (the points on it measure the end of backward, not
+    the moment the line stands for). Where fewer than two batches lie above it, the line through every point:
+    the plateau lifts its intercept, so it errs high at small batches (a model the profile cannot tell more
+    of; profile larger batches to leave the plateau). The slope is never negative.
+
+    Raises:
+        ProfileError: fewer than two distinct batches.
+    """
+    if len({float(b) for b, _ in points}) < 2:
+        raise ProfileError("a memory line needs peak memory at two or more batch sizes")
+    above = above_plateau(points, plateau)
+    used = above if len({b for b, _ in above}) >= 2 else [(float(b), float(v)) for b, v in points]
+    slope, intercept = np.polyfit([b for b, _ in used], [v for _, v in used], 1)
+    return float(intercept), max(float(slope), 0.0)
+
+
 def forward_line(profile: Profile) -> tuple[float, float]:
-    """``(intercept, slope)`` in bytes of the forward-and-backward peak against the batch: fitted through the
-    forward peaks the profiler measured apart from the optimizer step (``extra["forward_memory_points"]``),
-    or, in profiles made before it did, the whole iteration's memory model (whose intercept then also holds
-    what the step adds at small batches)."""
+    """``(intercept, slope)`` in bytes of the forward-and-backward peak against the batch: :func:`memory_line`
+    through the forward peaks the profiler measured apart from the optimizer step
+    (``extra["forward_memory_points"]``), or, in profiles made before it did, the whole iteration's memory
+    model (whose intercept then also holds what the step adds at small batches)."""
     points = profile.extra.get("forward_memory_points") if profile.extra else None
     if points and len({int(b) for b, _ in points}) >= 2:
-        batches = np.array([float(b) for b, _ in points])
-        peaks = np.array([float(v) for _, v in points])
-        slope, intercept = np.polyfit(batches, peaks, 1)
-        return float(intercept), max(float(slope), 0.0)
+        optimizer = optimizer_state_bytes(profile.optimizer) * profile.n_params
+        return memory_line(points, plateau_bytes(float(profile.param_bytes), optimizer))
     return profile.memory.base_bytes, profile.memory.per_sample_bytes
 
 
@@ -278,6 +319,7 @@ def memory_inputs(profile: Profile) -> MemoryInputs:
     intercept, per_sample = forward_line(profile)
     workspace = max(intercept - param_bytes - optimizer - cast_cache, 0.0)
     ckpt = profile.extra.get("checkpointed_per_sample_bytes") if profile.extra else None
+    turn = profile.extra.get("checkpointed_turn_per_sample_bytes") if profile.extra else None
     return MemoryInputs(
         n_params=profile.n_params,
         param_bytes=param_bytes,
@@ -292,6 +334,7 @@ def memory_inputs(profile: Profile) -> MemoryInputs:
         checkpointed_per_sample_bytes=None if ckpt is None else float(ckpt),
         step_makes_temporaries=profile.optimizer != "sgd",
         block_numels=tuple(blocks),
+        checkpointed_turn_per_sample_bytes=None if turn is None else float(turn),
     )
 
 
@@ -319,9 +362,7 @@ class MemoryOptions:
             raise ProfileError(f"shard size {self.shard_size} does not fit strategy {self.strategy}")
 
 
-def _per_sample(inputs: MemoryInputs, options: MemoryOptions) -> float:
-    if not options.checkpointing:
-        return inputs.per_sample_bytes
+def _checkpointed_per_sample(inputs: MemoryInputs) -> float:
     if inputs.checkpointed_per_sample_bytes is None:
         raise ProfileError(
             "this profile has no memory measured with activation checkpointing; profile again with "
@@ -330,11 +371,22 @@ def _per_sample(inputs: MemoryInputs, options: MemoryOptions) -> float:
     return inputs.checkpointed_per_sample_bytes
 
 
+def _per_sample(inputs: MemoryInputs, options: MemoryOptions) -> float:
+    """Activation bytes a sample adds at the turn from forward to backward: ``A``; under checkpointing the
+    turn's own checkpointed ``A`` where the profile measured it apart (never more than ``A``), else the one
+    checkpointed ``A``."""
+    if not options.checkpointing:
+        return inputs.per_sample_bytes
+    blocks = _checkpointed_per_sample(inputs)
+    turn = inputs.checkpointed_turn_per_sample_bytes
+    return blocks if turn is None else min(turn, inputs.per_sample_bytes)
+
+
 def _backward_per_sample(inputs: MemoryInputs, options: MemoryOptions) -> float:
     """Activation bytes a sample adds while backward runs the blocks: the checkpointed ``A``; without
     checkpointing, at least that (where measured), as checkpointing only frees activations."""
     if options.checkpointing:
-        return _per_sample(inputs, options)
+        return _checkpointed_per_sample(inputs)
     return min(inputs.checkpointed_per_sample_bytes or 0.0, inputs.per_sample_bytes)
 
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from torch.profiler import ProfilerActivity, profile, record_function
 
 _PREFIX = "srifty.phase."
+_MARK = "srifty.mark"
 
 
 @contextmanager
@@ -34,9 +35,18 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+def mark() -> None:
+    """Record this moment for :func:`allocator_phase_peaks` (called inside a phase, for example from an autograd
+    hook, to split the phase's peak there)."""
+    with record_function(_MARK):
+        pass
+
+
 def allocator_phase_peaks(phases: Mapping[str, Callable[[], object]]) -> dict[str, float]:
     """Run each phase in order under the profiler; the most bytes the CPU allocator held above its level at
-    the start, within each phase (0 for a phase that allocated nothing)."""
+    the start, within each phase (0 for a phase that allocated nothing). A phase in which :func:`mark` was
+    called also gets ``"<phase>.before_mark"`` and ``"<phase>.after_mark"``: its peak before and from the first
+    mark."""
     prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     with _quiet_stderr():  # the profiler's back end logs every start and stop on stderr
         prof.start()
@@ -51,7 +61,13 @@ def allocator_phase_peaks(phases: Mapping[str, Callable[[], object]]) -> dict[st
     windows = {
         e.name().removeprefix(_PREFIX): (e.start_ns(), e.end_ns()) for e in events if e.name().startswith(_PREFIX)
     }
-    peaks = dict.fromkeys(phases, 0.0)
+    marks = [e.start_ns() for e in events if e.name() == _MARK]
+    for name, (start, end) in list(windows.items()):
+        at = next((t for t in marks if start <= t <= end), None)
+        if at is not None:
+            windows[f"{name}.before_mark"] = (start, at - 1)
+            windows[f"{name}.after_mark"] = (at, end)
+    peaks = dict.fromkeys(windows, 0.0)
     held = 0.0
     for event in events:
         if event.name() != "[memory]":
@@ -60,7 +76,7 @@ def allocator_phase_peaks(phases: Mapping[str, Callable[[], object]]) -> dict[st
         for name, (start, end) in windows.items():
             if start <= event.start_ns() <= end:
                 peaks[name] = max(peaks[name], held)
-    return peaks
+    return {**dict.fromkeys(phases, 0.0), **peaks}
 
 
-__all__ = ["allocator_phase_peaks"]
+__all__ = ["allocator_phase_peaks", "mark"]

@@ -38,6 +38,8 @@ ProgressFn = Callable[[str, int, int], None]
 
 CPU_DEFAULT_MAX_BATCH = 64
 GPU_DEFAULT_MAX_BATCH = 8192
+#: Doublings of the batch past the probed ones that ``--checkpointing`` may measure to leave the plateau.
+CHECKPOINTED_EXTRA_PROBES = 3
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,9 @@ class ProfileOptions:
             (CPU: gloo with a loopback peer process; see :mod:`srifty.compute.measure.interference`).
         interference_reps: repetitions of that measurement (their spread is recorded).
         checkpointing: also measure memory and backward time with activation checkpointing of every block
-            (the units FSDP shards, :func:`srifty.compute.sharding.sharding_units`), at two probed batches.
+            (the units FSDP shards, :func:`srifty.compute.sharding.sharding_units`), at two probed batches
+            and, where their peaks sit on the end-of-backward plateau, at larger ones
+            (:func:`measure_checkpointing`).
     """
 
     device: str = "cpu"
@@ -196,6 +200,43 @@ class _Trainer:
 
         peaks = allocator_phase_peaks({"forward": forward_backward, "step": self.optimizer.step})
         return alive + peaks["forward"], alive + peaks["step"]
+
+    def turn_and_blocks_peaks(self, size: int, last_block: torch.nn.Module) -> tuple[float, float]:
+        """The forward-and-backward peak of :meth:`phase_peaks` at ``size``, split where backward reaches
+        ``last_block`` (the model's last repeated block, the first backward runs): ``(up to then: forward, the
+        loss and the head's backward; from then on: the blocks' backward)``, in bytes (no optimizer step)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        inputs, target = self.batch(size)
+        if self.is_cuda:
+            turn: list[float] = []
+
+            def at_blocks(module: torch.nn.Module, grad_output: object) -> None:
+                torch.cuda.synchronize(self.device)
+                turn.append(float(torch.cuda.max_memory_allocated(self.device)))
+                torch.cuda.reset_peak_memory_stats(self.device)
+
+            handle = last_block.register_full_backward_pre_hook(at_blocks)
+            try:
+                torch.cuda.synchronize(self.device)
+                torch.cuda.reset_peak_memory_stats(self.device)
+                self.forward_loss(inputs, target).backward()
+                torch.cuda.synchronize(self.device)
+            finally:
+                handle.remove()
+            rest = float(torch.cuda.max_memory_allocated(self.device))
+            return (turn[0], rest) if turn else (rest, 0.0)
+        from srifty.compute.measure.memevents import allocator_phase_peaks, mark
+
+        alive = live_bytes([*self.model.parameters(), *self.model.buffers(), *_tensors((inputs, target))])
+        alive += live_bytes(_tensors(list(self.optimizer.state.values())))
+        handle = last_block.register_full_backward_pre_hook(lambda module, grad_output: mark())
+        try:
+            peaks = allocator_phase_peaks({"fwbw": lambda: self.forward_loss(inputs, target).backward()})
+        finally:
+            handle.remove()
+        if "fwbw.after_mark" not in peaks:
+            return alive + peaks["fwbw"], 0.0
+        return alive + peaks["fwbw.before_mark"], alive + peaks["fwbw.after_mark"]
 
     def release(self) -> None:
         """Drop cached batches and gradients, and return freed GPU memory to the allocator's pool."""
@@ -453,7 +494,8 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     device = _device_info(options, memory_limit, peaks)
     if options.checkpointing:  # last: it leaves the blocks checkpointed
         report("checkpointing", 0, 1)
-        extra.update(measure_checkpointing(trainer, params, batches, options))
+        ceiling = None if is_cuda else float(memory_limit)
+        extra.update(measure_checkpointing(trainer, params, batches, options, forward_points, ceiling))
         report("checkpointing", 1, 1)
     trainer.release()
     return Profile(
@@ -491,19 +533,43 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
 
 
 def measure_checkpointing(
-    trainer: _Trainer, params: tuple[ParamInfo, ...], probed: list[int], options: ProfileOptions
+    trainer: _Trainer,
+    params: tuple[ParamInfo, ...],
+    probed: list[int],
+    options: ProfileOptions,
+    plain_points: dict[int, float],
+    ceiling_bytes: float | None,
 ) -> dict[str, Any]:
-    """Forward-and-backward peak memory at two probed batches, and backward time at the larger, with every
-    block checkpointed (``torch.distributed._composable.checkpoint``, which keeps parameter names): the
+    """Forward-and-backward peak memory with every block checkpointed (``torch.distributed._composable.
+    checkpoint``, which keeps parameter names), and backward time at the larger of two probed batches: the
     per-sample activation bytes and the backward's slowdown the memory model and the simulator use.
+
+    The peak is measured apart before and after backward reaches the last block
+    (:meth:`_Trainer.turn_and_blocks_peaks`): the *turn* (forward, the loss and the head's backward: every
+    block's checkpointed input and the head's activations) and the *blocks' backward* (the inputs not yet
+    consumed and one recomputed block's activations), which grow by different amounts a sample (a wide
+    vocabulary's logits against a narrow block's activations) and which the memory model prices at different
+    moments. The blocks' backward ends on the plateau ``2·P·p + P·o`` (every gradient held), where its peak sits
+    at small batches whatever the batch; so the peaks are measured at the two probed batches of
+    :func:`work_batches`, then at doubled batches (at most :data:`CHECKPOINTED_EXTRA_PROBES`) until two of the
+    blocks' peaks lie above it, and its slope is :func:`~srifty.compute.sharding.memory_line`'s. The turn holds
+    no block's gradient: its slope is the line through all its peaks. A doubled batch is measured only where
+    the plain forward-and-backward line through ``plain_points`` (an upper bound: checkpointing only frees
+    activations) stays within ``ceiling_bytes`` (the CPU's memory limit; ``None`` on a GPU, where an out of
+    memory ends the doubling instead).
 
     Runs last: the blocks stay checkpointed. Raises:
         ProfileError: the model has no repeated blocks to checkpoint.
     """
     from torch.distributed._composable import checkpoint
 
-    from srifty.compute.memory import fit_memory_model
-    from srifty.compute.sharding import sharding_units
+    from srifty.compute.sharding import (
+        above_plateau,
+        memory_line,
+        optimizer_state_bytes,
+        plateau_bytes,
+        sharding_units,
+    )
 
     blocks = [u.key for u in sharding_units(params) if not u.is_root]
     if not blocks:
@@ -521,11 +587,40 @@ def measure_checkpointing(
     plain_ms = backward_ms(hi)
     for key in blocks:
         checkpoint(trainer.model.get_submodule(key))
-    points = {b: trainer.phase_peaks(b)[0] for b in (lo, hi)}
-    fit = fit_memory_model(list(points), list(points.values()))
+    param_bytes = float(sum(p.size_bytes for p in params))
+    plateau = plateau_bytes(param_bytes, optimizer_state_bytes(options.optimizer) * sum(p.numel for p in params))
+    plain = memory_line(sorted(plain_points.items()), plateau)
+    last_block = trainer.model.get_submodule(blocks[-1])
+    turn: dict[int, float] = {}
+    walk: dict[int, float] = {}
+
+    def measure(batch: int) -> None:
+        turn[batch], walk[batch] = trainer.turn_and_blocks_peaks(batch, last_block)
+
+    for b in (lo, hi):
+        measure(b)
+    batch = hi
+    for _ in range(CHECKPOINTED_EXTRA_PROBES):
+        if len(above_plateau(sorted(walk.items()), plateau)) >= 2:
+            break
+        batch *= 2
+        if ceiling_bytes is not None and plain[0] + plain[1] * batch > ceiling_bytes:
+            break
+        try:
+            measure(batch)
+        except (torch.OutOfMemoryError, RuntimeError) as err:
+            if not _is_oom(err):
+                raise
+        if batch not in walk:  # out of memory: released outside the except block, whose traceback holds it
+            trainer.release()
+            break
     return {
-        "checkpointed_forward_memory_points": [[b, points[b]] for b in sorted(points)],
-        "checkpointed_per_sample_bytes": fit.per_sample_bytes,
+        "checkpointed_forward_memory_points": [[b, max(turn[b], walk[b])] for b in sorted(walk)],
+        "checkpointed_turn_memory_points": [[b, turn[b]] for b in sorted(turn)],
+        "checkpointed_blocks_memory_points": [[b, walk[b]] for b in sorted(walk)],
+        # the blocks' backward ends on the plateau; the turn holds no block's gradient yet, so no plateau
+        "checkpointed_per_sample_bytes": memory_line(sorted(walk.items()), plateau)[1],
+        "checkpointed_turn_per_sample_bytes": memory_line(sorted(turn.items()), 0.0)[1],
         "checkpointing_bwd_slowdown": backward_ms(hi) / max(plain_ms, 1e-9),
         "checkpointing_batch": hi,
     }
