@@ -22,6 +22,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from benchmarks.common import ROOT, machine_description, write_section
@@ -232,13 +233,43 @@ def cases(seeds: Sequence[int], jobs: int) -> None:
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
 
 
-def suite(seeds: Sequence[int], size: int, jobs: int) -> None:
-    """The harder suite over seeds."""
+class SavedSeeds:
+    """A :class:`SeedsRun` as ``save_seeds`` wrote it, for rendering its section again (what the section
+    reads: the rows, the explanations, the first seed's cases, the wall time) without judging anything."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+        self.elapsed_s = float(doc["elapsed_s"])
+        cases = [
+            SimpleNamespace(**{k: c[k] for k in ("name", "space_size", "reference")}) for c in doc["runs"][0]["cases"]
+        ]
+        self.runs = [SimpleNamespace(cases=cases)]
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        return tuple(self.doc["seeds"])
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{**r, "ratio": math.inf if r["ratio"] == "inf" else r["ratio"]} for r in self.doc["rows"]]
+
+    def why_rows(self) -> list[dict[str, Any]]:
+        return list(self.doc["why_rows"])
+
+
+def suite(seeds: Sequence[int], size: int, jobs: int, from_saved: bool = False) -> None:
+    """The harder suite over seeds (``from_saved``: the section rendered again from the saved results, for a
+    new "before" file; nothing is judged, and the seeds are the saved run's)."""
     started = time.perf_counter()
     specs = generate_suite(size, 0)
     write_suite(specs, RESULTS / "suite_specs")
-    run = run_seeds([(s, str(s.name)) for s in specs], CaseSettings(), seeds, "harder suite", print, jobs)
-    json_path, csv_path = save_seeds(run, RESULTS, "suite_seeds", with_points=False)
+    json_path, csv_path = RESULTS / "suite_seeds.json", RESULTS / "suite_seeds.csv"
+    run: Any
+    if from_saved:
+        run = SavedSeeds(json.loads(json_path.read_text()))
+        seeds = list(run.seeds)
+    else:
+        run = run_seeds([(s, str(s.name)) for s in specs], CaseSettings(), seeds, "harder suite", print, jobs)
+        json_path, csv_path = save_seeds(run, RESULTS, "suite_seeds", with_points=False)
     first = run.runs[0].cases
     spaces = ", ".join(f"{c.name} {c.space_size:,}" for c in first)
     exhaustive = sum(c.reference == "exhaustive" for c in first)
@@ -263,7 +294,13 @@ def suite(seeds: Sequence[int], size: int, jobs: int) -> None:
         f"eval suite --seed {seeds[0]} --seeds {len(seeds)} --size {size} --out DIR`). {run.elapsed_s:.0f} s in "
         f"all on {machine_description()}."
         f"{_jobs_note(jobs)} Raw results: `{_rel(csv_path)}` and `{_rel(json_path)}` (choices and ratios; "
-        "the judged configurations' points are not kept, `srifty eval suite --out` writes them).",
+        "the judged configurations' points are not kept, `srifty eval suite --out` writes them)."
+        + (
+            " This section was rendered again from those saved results (`--from-saved`: nothing judged again) once "
+            "the before file had all its seeds."
+            if from_saved
+            else ""
+        ),
     ]
     write_section(SUITE_SECTION, "\n".join(body))
     print(f"wrote {json_path}, {csv_path} and BENCHMARKS.md ({time.perf_counter() - started:.0f} s)")
@@ -384,11 +421,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="*", default=list(DEFAULT_SEEDS))
     parser.add_argument("--size", type=int, default=20, help="specs in the harder suite")
     parser.add_argument("--jobs", type=int, default=1, help="seeds at once, one process each")
+    parser.add_argument(
+        "--from-saved", action="store_true", help="suite: render the section again from the saved results"
+    )
     args = parser.parse_args()
     if args.what == "cases":
         cases(args.seeds, args.jobs)
     elif args.what == "suite":
-        suite(args.seeds, args.size, args.jobs)
+        suite(args.seeds, args.size, args.jobs, args.from_saved)
     else:
         accuracy(args.seeds, args.jobs)
 
