@@ -118,6 +118,12 @@ RULES: dict[str, Rule] = {
         "one spec, one seed",
         covered="tests/test_evaluate.py",
     ),
+    "srifty eval suite --seeds 10 --jobs 2 --out results/": Rule(
+        "shortened",
+        f"srifty eval suite --seeds 2 --jobs 2 --size 1 {SHORT_EVAL} --out results/",
+        "one spec, two seeds at once",
+        covered="tests/test_evaluate.py",
+    ),
     "srifty eval accuracy --out results/": Rule(
         "shortened",
         "srifty eval accuracy --models resnet18 --types g4dn.xlarge --world-sizes 2 --max-batch 8 --iters 3 "
