@@ -36,7 +36,14 @@ from srifty.evaluate import (
     save_seeds,
     write_suite,
 )
-from srifty.evaluate.seeds import SRIFTY_SPACE_BEST, SeedsRun, summarise, summarise_by_case, why_summary
+from srifty.evaluate.seeds import (
+    SRIFTY_SPACE_BEST,
+    SeedsRun,
+    in_processes,
+    summarise,
+    summarise_by_case,
+    why_summary,
+)
 from srifty.evaluate.tables import (
     ACCURACY_HEADER,
     METHOD_LABELS,
@@ -311,12 +318,7 @@ def accuracy(seeds: Sequence[int], jobs: int) -> None:
     started = time.perf_counter()
     runs = []
     if jobs > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(run_accuracy, AccuracySettings(seed=seed)) for seed in seeds]
-            done = [f.result() for f in futures]
+        done = in_processes(run_accuracy, [(AccuracySettings(seed=seed),) for seed in seeds], jobs)
     else:
         done = [run_accuracy(AccuracySettings(seed=seed), lambda m: print(m, flush=True)) for seed in seeds]
     for seed, one in zip(seeds, done, strict=True):

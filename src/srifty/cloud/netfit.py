@@ -279,9 +279,8 @@ def _points(tables: Sequence[Table]) -> dict[str, int]:
     return count
 
 
-def _residuals(x: FloatArray, layout: _Layout, tables: Sequence[Table]) -> FloatArray:
+def _residuals(x: FloatArray, layout: _Layout, tables: Sequence[Table], points: Mapping[str, int]) -> FloatArray:
     fabrics, groups = layout.unpack(x)
-    points = _points(tables)
     parts = []
     for t in tables:
         predicted = predict_table(fabrics, groups, t)
@@ -295,17 +294,26 @@ def fit_tables(tables: Sequence[Table], start: FloatArray | None = None) -> tupl
     """Fit ``tables`` (see the module docstring); returns the fit and its parameter vector."""
     layout = _Layout(tables)
     x0 = layout.start() if start is None or start.size != layout.size else start
-    result = least_squares(_residuals, x0, args=(layout, tables), x_scale="jac", max_nfev=MAX_EVALUATIONS)
+    points = _points(tables)
+
+    def solve(start_x: FloatArray) -> Any:
+        args = (layout, tables, points)
+        return least_squares(_residuals, start_x, args=args, x_scale="jac", max_nfev=MAX_EVALUATIONS)
+
+    result = solve(x0)
     for _ in range(MAX_RESTARTS):
         # least_squares stops on a small relative step of the cost while the scaled problem is still moving;
         # restarting from its answer rescales the Jacobian and goes on until a restart no longer helps.
-        again = least_squares(_residuals, result.x, args=(layout, tables), x_scale="jac", max_nfev=MAX_EVALUATIONS)
+        again = solve(result.x)
         if again.cost >= result.cost * (1.0 - RESTART_GAIN):
             result = again if again.cost < result.cost else result
             break
         result = again
     fabrics, groups = layout.unpack(result.x)
-    mape = {i: _mape(*_predicted(fabrics, groups, tables, i)) for i in _points(tables)}
+    mape = {}
+    for table_id in points:
+        predicted, measured, _ = _predicted(fabrics, groups, tables, table_id)
+        mape[table_id] = _mape(predicted, measured)
     return NetworkFit(fabrics, groups, mape, {}, {}), result.x
 
 
@@ -321,7 +329,7 @@ def _predicted(
     )
 
 
-def _mape(predicted: FloatArray, measured: FloatArray, *_: Any) -> float:
+def _mape(predicted: FloatArray, measured: FloatArray) -> float:
     return float(np.mean(np.abs(predicted / measured - 1.0)))
 
 

@@ -274,16 +274,30 @@ def run_seeds(
     if jobs == 1 or len(per_seed) < 2:
         runs = tuple(run_cases(spec_inputs, one, progress) for one in per_seed)
         return SeedsRun(label, runs, time.perf_counter() - started)
+
+    def done(i: int) -> None:
+        if progress is not None:
+            progress(f"seed {per_seed[i].seed} done")
+
+    results = in_processes(run_cases, [(list(spec_inputs), one) for one in per_seed], jobs, done)
+    return SeedsRun(label, tuple(results), time.perf_counter() - started)
+
+
+def in_processes(
+    fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], jobs: int, done: Callable[[int], None] | None = None
+) -> list[Any]:
+    """``fn(*args)`` for each ``args`` of ``calls``, at most ``jobs`` at once, each in a spawned process (a fresh
+    interpreter, so no lock or thread pool of this process is inherited mid-use); the results in call order.
+    ``done(i)`` hears of each call's end, in order. ``fn`` and its arguments must pickle."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    # spawn: a fresh interpreter per worker, so no lock or thread pool of this process is inherited mid-use.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(per_seed)), mp_context=context) as pool:
-        futures = [pool.submit(run_cases, list(spec_inputs), one) for one in per_seed]
-        done = []
-        for one, future in zip(per_seed, futures, strict=True):
-            done.append(future.result())
-            if progress is not None:
-                progress(f"seed {one.seed} done")
-    return SeedsRun(label, tuple(done), time.perf_counter() - started)
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(calls))), mp_context=context) as pool:
+        futures = [pool.submit(fn, *args) for args in calls]
+        results = []
+        for i, future in enumerate(futures):
+            results.append(future.result())
+            if done is not None:
+                done(i)
+    return results

@@ -53,17 +53,16 @@ class MemoryMemo:
 def config_memory(
     config: Config,
     profiles: Mapping[str, Profile],
-    inputs: dict[int, MemoryInputs] | None = None,
     memo: MemoryMemo | None = None,
 ) -> MemoryFit:
     """Memory of ``config`` under its own parallelism and checkpointing: every group's local batch must fit
-    its GPUs; the reported peak is the group closest to (or furthest over) its GPUs' memory. ``inputs``
-    caches each profile's memory inputs (by ``id``) across calls; ``memo`` caches every answer (the same
-    answers: the limits and peaks are pure functions of profile, GPU, strategy and batch)."""
+    its GPUs; the reported peak is the group closest to (or furthest over) its GPUs' memory. ``memo`` caches
+    each profile's memory inputs and every answer across calls (the same answers: the limits and peaks are
+    pure functions of profile, GPU, strategy and batch)."""
     if memo is not None and config in memo.configs:
         return memo.configs[config]
     sharding = Sharding(config.parallelism, config.shard_size, config.checkpointing)
-    cache = (memo.inputs if memo is not None else {}) if inputs is None else inputs
+    cache = memo.inputs if memo is not None else {}
     fits = True
     worst: tuple[float, float, float] | None = None
     for group in config.groups:
