@@ -55,7 +55,7 @@ from srifty.network import load_default_model, load_default_probes
 from srifty.network.testbed import HOST_IFACE, down, family_from_catalog, up
 from srifty.plan import AlphaBetaModel, apm_predictor
 from srifty.processes import ProcessGuard, signals_as_exit
-from srifty.runtime.cpu_quota import WEIGHT_V1
+from srifty.runtime.cpu_quota import WEIGHT_V1, quota_window_us
 from srifty.sim import SimOptions, Simulator
 from srifty.vocab import Config, ConfigGroup
 
@@ -121,8 +121,9 @@ def make_cgroup(name: str, quota: float) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     for group in (outer, path):
         (group / "cpu.shares").write_text(str(WEIGHT_V1))
-    (path / "cpu.cfs_period_us").write_text("100000")
-    (path / "cpu.cfs_quota_us").write_text(str(int(quota * 100000)))
+    quota_us, period_us = quota_window_us(quota)  # srifty run's own short period (see srifty.runtime.cpu_quota)
+    (path / "cpu.cfs_period_us").write_text(str(period_us))
+    (path / "cpu.cfs_quota_us").write_text(str(quota_us))
     return path
 
 

@@ -15,9 +15,9 @@ step runs after the last collective. Two transfers that are in flight at once on
 the paper's rule (:mod:`srifty.sim.allreduce`): each at its own bus bandwidth while their sum is under the
 link's cap, at ``min(own, cap / 2)`` otherwise; transfers on different links (HSDP's all-gathers inside a VM
 and its allreduces between VMs) do not share. Compute and communication slow each other while both run, by
-measured :class:`~srifty.compute.interference.OverlapFactors` (compute at ``1/f_b`` of its speed while any
-transfer is in flight, every transfer at ``1/f_c`` of its rate while a unit computes; without factors,
-neither slows the other).
+measured :class:`~srifty.compute.interference.OverlapFactors` (while a unit computes and any transfer is in
+flight: compute and every transfer at :meth:`~srifty.compute.interference.OverlapFactors.rates` of their
+speed, given the transfers' summed rate; without factors, neither slows the other).
 
 Pure python, no randomness; the caller (:mod:`srifty.sim.fsdp`) scales compute and communication per
 iteration.
@@ -95,7 +95,6 @@ def run_timeline(
     """Simulate one iteration of ``units`` (forward order); ``caps_bytes_per_s[link]`` caps each link;
     ``factors``: how compute and communication slow each other while both run (``None``: not at all)."""
     n = len(units)
-    slow_compute, slow_comm = (1.0, 1.0) if factors is None else (factors.bwd_slowdown, factors.comm_slowdown)
     # compute tasks: forward 0..n-1, then backward n-1..0; the gather each needs, and what starting/ending issues
     order = list(range(n)) + list(range(n - 1, -1, -1))
     durations = [units[u].fw_s if k < n else units[u].bwd_s for k, u in enumerate(order)]
@@ -154,9 +153,10 @@ def run_timeline(
             left_rs = rs_jobs[head[RS]].bus_bytes
         rate_ag, rate_rs = _rates(ag_jobs, rs_jobs, head, left_ag, left_rs, caps_bytes_per_s)
         communicating = left_ag is not None or left_rs is not None
-        speed = 1.0 / slow_compute if communicating else 1.0
-        if work_left is not None:
-            rate_ag, rate_rs = rate_ag / slow_comm, rate_rs / slow_comm
+        speed, rho_comm = (
+            (1.0, 1.0) if factors is None else factors.rates(communicating, work_left is not None, rate_ag + rate_rs)
+        )
+        rate_ag, rate_rs = rate_ag * rho_comm, rate_rs * rho_comm
         busy_until = now + work_left / speed if work_left is not None else inf
         finish_ag = now + left_ag / rate_ag if left_ag is not None else inf
         finish_rs = now + left_rs / rate_rs if left_rs is not None else inf
