@@ -3,7 +3,8 @@
 Each case runs real ``DistributedDataParallel`` training (gloo) with one rank per emulated host: Linux
 network namespaces whose links are rate-shaped with ``tc`` to stand for an instance family at 1/50 of its
 rated bandwidth (srifty's testbed, an emulation of cloud links on one machine). A slower "instance type"
-is emulated with a CPU quota (cgroup v1 ``cpu.cfs_quota_us``) and takes a different local batch.
+is emulated with a CPU quota (cgroup v1 ``cpu.cfs_quota_us``, in srifty run's 10 ms periods) and takes a
+different local batch.
 
 Predictions use only what srifty would have: a compute profile per emulated type, measured by
 ``srifty profile`` under that type's CPU quota, and the embedded bandwidth model (fitted on testbed
@@ -415,6 +416,8 @@ SECTION = "End-to-end iteration-time prediction"
 RAW = ROOT / "benchmarks" / "results" / "end_to_end.json"
 #: The last run before issue 27 (one measurement per case, srifty with perfect overlap), kept for the before line.
 BEFORE_RAW = ROOT / "benchmarks" / "results" / "end_to_end_before27.json"
+#: The last run with 100 ms CPU-quota periods (commit 0733aa7; its profiles beside it).
+QUOTA100_RAW = ROOT / "benchmarks" / "results" / "quota100ms" / "end_to_end.json"
 
 
 def _pct(predicted: float, measured: float) -> float:
@@ -460,14 +463,16 @@ def render(saved: dict[str, Any], elapsed_s: float, repredicted: bool) -> str:
     )
     return "\n".join([
         "Real DDP training (gloo, 1 rank per emulated host) on the namespace testbed, links at 1/50 of the",
-        "family's rated bandwidth; slower types emulated by cgroup CPU quotas (cores in the type name).",
+        "family's rated bandwidth; slower types emulated by cgroup CPU quotas (cores in the type name; 10 ms",
+        "periods, so that a quota behaves as a slower CPU: see \"Testbed CPU quotas: the period\").",
         f"Measured: mean of {meas['iters']} timed iterations after {meas['warmup']} warm-up ones, on rank 0, in",
         f"each of {repetitions} repetitions (every case once, then again); the column gives their mean and each.",
         f"Predictions written at {pred['written_utc']}, before the first run, from profiles measured by `srifty",
         "profile` under each type's quota (with its interference measurement) and the embedded bandwidth model.",
         "*srifty, perfect overlap* is the paper's `t_fw + max(t_bwd, t_pe) + t_step` (srifty before issue 27);",
         "*srifty, measured interference* slows backward and communication while they overlap by the factors",
-        "each profile measured (`srifty.sim.overlap`). Other processes' CPU: cores used by processes outside this",
+        "each profile measured, scaled by the exchange's rate over its loopback rate (`srifty.sim.overlap`).",
+        "Other processes' CPU: cores used by processes outside this",
         "run during each repetition (at least; the machine is shared).",
         "",
         *lines,
@@ -484,8 +489,31 @@ def render(saved: dict[str, Any], elapsed_s: float, repredicted: bool) -> str:
         f"{how}Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.end_to_end` (as root; "
         f"{meas['elapsed_s'] / 60:.0f} min). Machine: {meas['machine']}.",
         "Profiles: `benchmarks/results/end_to_end_profiles/`; raw: `benchmarks/results/end_to_end.json`.",
+        *_quota100_line(),
         *_before_line(),
     ])  # fmt: skip
+
+
+def _quota100_line() -> list[str]:
+    """The run before the testbed's quotas moved to 10 ms periods, as its section reported it."""
+    if not QUOTA100_RAW.exists():
+        return []
+    saved = json.loads(QUOTA100_RAW.read_text(encoding="utf-8"))
+    truth: dict[str, list[float]] = {}
+    for row in saved["measurements"]["rows"]:
+        truth.setdefault(row["case"], []).append(row["measured_s"])
+    parts = []
+    for key, name in (("srifty_perfect_s", "srifty, perfect overlap"), ("srifty_s", "srifty, measured interference "
+                      "(slowdowns at any rate)"), ("apm_s", "APM")):  # fmt: skip
+        errors = [abs(_pct(r[key], statistics.fmean(truth[r["case"]]))) for r in saved["predictions"]["rows"]
+                  if r["case"] in truth]  # fmt: skip
+        parts.append(f"{name} {statistics.fmean(errors):.1f}% (largest {max(errors):.1f}%)")
+    return [
+        "",
+        "Before the testbed's CPU quotas moved to 10 ms periods (3 repetitions at commit 0733aa7 with 100 ms "
+        "periods, under which a rank computed at a full core after waiting on the network; raw and profiles: "
+        "`benchmarks/results/quota100ms/`): MAPE " + ", ".join(parts) + ".",
+    ]
 
 
 def _before_line() -> list[str]:

@@ -60,6 +60,8 @@ from srifty.vocab.busbw import bus_bytes
 
 SECTION = "Sharded data parallelism: iteration time on the testbed"
 RESULTS = ROOT / "benchmarks" / "results" / "fsdp_testbed.json"
+#: The last run with 100 ms CPU-quota periods (commit 6205d77; its profiles beside it).
+QUOTA100_RESULTS = ROOT / "benchmarks" / "results" / "quota100ms" / "fsdp_testbed.json"
 PROFILES = ROOT / "benchmarks" / "results" / "fsdp_testbed_profiles"
 FAMILY = "g4dn.8xlarge"
 MODEL = "srifty.compute.zoo:decoder"
@@ -207,9 +209,8 @@ def render(results: dict[str, Any]) -> str:
         "A 5.8 M-parameter decoder-only transformer (`srifty.compute.zoo:decoder`, 6 blocks, 128 tokens, AdamW)",
         "trained with `srifty.torch.fsdp.parallelize` on testbed hosts (g4dn.8xlarge links at 1/50; one process a",
         "host under a CPU quota,",
-        "0.6 or 0.3 cores), FSDP2 `fully_shard` over gloo and, beside it, DDP. Predictions saved at "
-        + results["predictions"]["written_utc"]
-        + " before the first run.",
+        "0.6 or 0.3 cores, in 10 ms periods: see 'Testbed CPU quotas: the period'), FSDP2 `fully_shard` over gloo",
+        "and, beside it, DDP. Predictions saved at " + results["predictions"]["written_utc"] + " before the first run.",
         "",
         "| case | hosts | strategy | measured ms | srifty ms (error) | Galvatron-style ms (error) "
         "| other processes, cores |",
@@ -236,6 +237,16 @@ def render(results: dict[str, Any]) -> str:
     lines += ["", f"Measured: the mean ± std of rank 0's {iters} iterations after {warmup} of warm-up, one run a row.",
               "", f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.fsdp_testbed{flags}`. Machine: "
               + results["machine"] + "."]  # fmt: skip
+    if QUOTA100_RESULTS.exists():
+        before = json.loads(QUOTA100_RESULTS.read_text())["rows"]
+        said = ", ".join(
+            f"{s.upper()} srifty {_mape(picked, 'srifty_s'):.1f} % "
+            f"(Galvatron-style {_mape(picked, 'galvatron_s'):.1f} %)"
+            for s in STRATEGIES
+            for picked in [[r for r in before if r["strategy"] == s]]
+        )
+        lines += ["", "Before the testbed's CPU quotas moved to 10 ms periods (commit 6205d77, 100 ms periods; raw and "
+                  f"profiles: `benchmarks/results/quota100ms/`): MAPE {said}."]  # fmt: skip
     return "\n".join(lines)
 
 

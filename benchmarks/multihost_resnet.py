@@ -521,7 +521,8 @@ def render(saved: dict[str, Any]) -> str:
     """The BENCHMARKS.md section from the saved results."""
     out = [
         "**Emulated: 2-4 hosts as network namespaces on one machine, links tc-shaped to g4dn.8xlarge's rated "
-        "bandwidth at 1/50; instance types emulated by CPU quotas (cgroup v1, `cpu.cfs_quota_us`) on every "
+        "bandwidth at 1/50; instance types emulated by CPU quotas (cgroup v1, `cpu.cfs_quota_us`; in 10 ms "
+        'periods since the run at the top, 100 ms before: see "Testbed CPU quotas: the period") on every '
         "process of a host's launch (cores in the emulated type's name, `-q0.6` = 0.6 cores; the host file "
         "writes the faster type as `g4dn.8xlarge` and the slower as `g4dn.4xlarge`, both one T4: the catalog "
         "type only labels the host).** The quotas come from the host file's `cpu=` option, applied by "
@@ -548,7 +549,8 @@ def render(saved: dict[str, Any]) -> str:
             f"`--model {GPT2} --seq-len {GPT2_SEQ}`) under each "
             "type's CPU quota (`benchmarks/results/multihost_resnet_profiles/`), the embedded bandwidth model and "
             "APM's alpha-beta fit divided by the emulation scale. Since issue 27 each profile carries its measured "
-            "compute/communication interference: *srifty, measured interference* uses it, *srifty, perfect "
+            "compute/communication interference: *srifty, measured interference* uses it (since the run at the "
+            "top, its slowdowns scaled by the exchange's rate over its rate in the measurement), *srifty, perfect "
             "overlap* is the paper's `max(t_bwd, t_pe)` (srifty before issue 27) on the same profiles. "
             "Measured: rank 0's own timestamps, mean of the "
             f"{MEASURED} iteration intervals after {WARMUP} warm-up iterations (the last iteration, which writes "
