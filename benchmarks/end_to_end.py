@@ -471,7 +471,7 @@ def render(saved: dict[str, Any], elapsed_s: float, repredicted: bool) -> str:
         "profile` under each type's quota (with its interference measurement) and the embedded bandwidth model.",
         "*srifty, perfect overlap* is the paper's `t_fw + max(t_bwd, t_pe) + t_step` (srifty before issue 27);",
         "*srifty, measured interference* slows backward and communication while they overlap by the factors",
-        "each profile measured, scaled by the exchange's rate over its loopback rate (`srifty.sim.overlap`).",
+        "each profile measured (`srifty.sim.overlap`).",
         "Other processes' CPU: cores used by processes outside this",
         "run during each repetition (at least; the machine is shared).",
         "",

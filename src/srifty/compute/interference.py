@@ -16,11 +16,12 @@ wall time.
 assumed): while both run, backward progresses ``f_b`` times slower than alone and communication ``f_c``
 times slower than alone, the medians over repetitions; while only one runs, it runs at its own speed.
 Nothing is fitted to iteration times. The factors are measured with communication as fast as loopback
-allows. On a CPU, gloo's cost to the device grows with the bytes it moves, so on a slower link the exchange
-needs less of the CPU per second: :meth:`OverlapFactors.rates` scales both slowdowns by the exchange's rate
-over its rate in the measurement (a CPU-share reading of the same two numbers; at the measured rate it gives
-them back). Before the testbed's CPU quotas used 10 ms periods (:mod:`srifty.runtime.cpu_quota`), the
-slowdowns were applied whatever the rate.
+allows; applied to a slower link they assume the two slow each other as much there (true when a CPU quota
+gates both, as the testbed's does; an upper bound where communication needs less of the device on a slow
+link). Scaling both by the exchange's rate over its rate in the measurement (the CPU a byte costs held
+fixed) was tried and predicted the testbed's multi-host runs worse (14.9 % MAPE against 11.5 % for the
+factors as measured, from the same profiles; BENCHMARKS.md, "Multi-host iteration-time prediction"), so
+they apply as measured.
 
 Pure: no torch. Times in ms in the records (as profile samples are).
 """
@@ -96,39 +97,20 @@ class OverlapFactors:
     Attributes:
         bwd_slowdown: backward's time while communication runs throughout, over its time alone (≥ 1).
         comm_slowdown: communication's time while compute runs throughout, over its time alone (≥ 1).
-        measured_bus_bytes_per_s: the exchange's rate alone in the measurement (bus bytes/s per rank), where
-            its cost to the device grows with the bytes it moves (gloo on a CPU: copies, sums, the TCP
-            stack); ``None``: the slowdowns hold whatever the rate (a GPU's NCCL kernels hold their SMs).
     """
 
     bwd_slowdown: float
     comm_slowdown: float
-    measured_bus_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if not (self.bwd_slowdown >= 1.0 and self.comm_slowdown >= 1.0):
             raise ProfileError(f"overlap slowdowns are at least 1, got {self.bwd_slowdown}, {self.comm_slowdown}")
-        if self.measured_bus_bytes_per_s is not None and not self.measured_bus_bytes_per_s > 0:
-            raise ProfileError(f"the measured exchange rate must be positive, got {self.measured_bus_bytes_per_s}")
 
-    def rates(
-        self, communicating: bool, computing: bool, comm_bus_bytes_per_s: float | None = None
-    ) -> tuple[float, float]:
-        """``(backward speed, communication speed)``, each a fraction (0-1] of its speed alone.
-
-        With :attr:`measured_bus_bytes_per_s` and the exchange's own network rate ``comm_bus_bytes_per_s``,
-        the device time the exchange needs scales with its rate: at ``u = rate / measured rate`` (at most
-        1) it needs ``u`` of what it needed in the measurement. Under contention it got ``1/f_c`` of that
-        (so it is slowed only where ``u·f_c > 1``, by ``u·f_c``), and backward lost ``1 − 1/f_b`` of its
-        speed to it; a slower exchange takes the share ``min(u·f_c, 1)`` of that, and backward loses as much
-        less. At ``u = 1`` both are the measured slowdowns.
-        """
-        if not (communicating and computing):
-            return 1.0, 1.0
-        if self.measured_bus_bytes_per_s is None or comm_bus_bytes_per_s is None:
+    def rates(self, communicating: bool, computing: bool) -> tuple[float, float]:
+        """``(backward speed, communication speed)``, each a fraction (0-1] of its speed alone."""
+        if communicating and computing:
             return 1.0 / self.bwd_slowdown, 1.0 / self.comm_slowdown
-        demand = min(comm_bus_bytes_per_s / self.measured_bus_bytes_per_s, 1.0) * self.comm_slowdown
-        return 1.0 - (1.0 - 1.0 / self.bwd_slowdown) * min(demand, 1.0), 1.0 / max(demand, 1.0)
+        return 1.0, 1.0
 
 
 @dataclass(frozen=True)
@@ -175,15 +157,9 @@ class InterferenceMeasurement:
         """How much compute slows the allreduce (with over alone), over repetitions."""
         return Spread.of([r.comm_slowdown for r in self.repetitions])
 
-    @property
-    def comm_alone_bus_bytes_per_s(self) -> float:
-        """The exchange's rate alone (bus bytes/s per rank; median over repetitions)."""
-        return self.bus_bytes_per_round / (statistics.median(r.comm_alone_ms for r in self.repetitions) / 1e3)
-
     def factors(self) -> OverlapFactors:
-        """The :class:`OverlapFactors` the simulator uses: the slowdowns' medians over repetitions, scaled by
-        the exchange's rate (a CPU measurement: gloo's cost grows with the bytes it moves)."""
-        return OverlapFactors(self.bwd_slowdown.median, self.comm_slowdown.median, self.comm_alone_bus_bytes_per_s)
+        """The :class:`OverlapFactors` the simulator uses: the slowdowns' medians over repetitions."""
+        return OverlapFactors(self.bwd_slowdown.median, self.comm_slowdown.median)
 
     def summary(self) -> str:
         """One line: the two slowdowns with their spread, and where the peer ran."""

@@ -99,7 +99,7 @@ def simulate_overlap(
             break
         computing = done < 1.0
         net = _network_rates(active, own, cap_bytes_per_s, mode)
-        rho_b, rho_c = factors.rates(bool(net), computing, sum(net.values()))
+        rho_b, rho_c = factors.rates(bool(net), computing)
         speed = rho_b / t_bwd_s if computing else 0.0
         target = fracs[order[k]] if k < n else 1.0
         step = (min(target, 1.0) - done) / speed if computing and speed > 0 else float("inf")

@@ -16,8 +16,8 @@ the paper's rule (:mod:`srifty.sim.allreduce`): each at its own bus bandwidth wh
 link's cap, at ``min(own, cap / 2)`` otherwise; transfers on different links (HSDP's all-gathers inside a VM
 and its allreduces between VMs) do not share. Compute and communication slow each other while both run, by
 measured :class:`~srifty.compute.interference.OverlapFactors` (while a unit computes and any transfer is in
-flight: compute and every transfer at :meth:`~srifty.compute.interference.OverlapFactors.rates` of their
-speed, given the transfers' summed rate; without factors, neither slows the other).
+flight: compute at ``1/f_b`` of its speed and every transfer at ``1/f_c`` of its rate; without factors, neither
+slows the other).
 
 Pure python, no randomness; the caller (:mod:`srifty.sim.fsdp`) scales compute and communication per
 iteration.
@@ -153,9 +153,7 @@ def run_timeline(
             left_rs = rs_jobs[head[RS]].bus_bytes
         rate_ag, rate_rs = _rates(ag_jobs, rs_jobs, head, left_ag, left_rs, caps_bytes_per_s)
         communicating = left_ag is not None or left_rs is not None
-        speed, rho_comm = (
-            (1.0, 1.0) if factors is None else factors.rates(communicating, work_left is not None, rate_ag + rate_rs)
-        )
+        speed, rho_comm = (1.0, 1.0) if factors is None else factors.rates(communicating, work_left is not None)
         rate_ag, rate_rs = rate_ag * rho_comm, rate_rs * rho_comm
         busy_until = now + work_left / speed if work_left is not None else inf
         finish_ag = now + left_ag / rate_ag if left_ag is not None else inf
