@@ -10,11 +10,11 @@ its own (the ssh launcher refuses ``cpu=``).
 **The period is 10 ms, not the kernel's default 100 ms.** A quota lets a group run at full speed until its
 time for the period is spent, then stops it until the next period. With 100 ms periods, a process that waits
 on the network (as every DDP rank does for its allreduce) starts its next forward pass with a whole period's
-quota and runs it at a full core: measured here, a resnet18 forward pass under 0.3 cores took 99 ms run back
-to back and 31 ms after 0.3 s idle (33 ms with no quota), so a quota made a "slower VM" only while it
-computed without pause, and ``srifty profile`` (which does) overstated the forward pass of a real run by
-15-30 %. With 10 ms periods the same pass takes 111 ms either way, as on a uniformly slower CPU
-(``python -m benchmarks.quota_period``). The kernel's smallest quota is 1 ms, so below 0.1 cores the
+quota and runs at a full core until it is spent: measured here (``python -m benchmarks.quota_period``), a
+resnet18 training step under 0.6 cores took 199 ms back to back and 140 ms after 0.3 s idle, so a quota made
+a "slower VM" only while it computed without pause, and ``srifty profile`` (which does) overstated the
+forward pass of the testbed's DDP runs by 20-35 %. With 10 ms periods the step takes 208 and 196 ms, as on a
+uniformly slower CPU. The kernel's smallest quota is 1 ms, so below 0.1 cores the
 period is lengthened to keep it (:func:`quota_window_us`).
 
 Each quota group is named after its owner (the run's mark) and the host, is created on first use and
