@@ -113,6 +113,18 @@ class ScaledBandwidth:
         return getattr(self.__dict__["model"], name)
 
 
+def scaled_models() -> tuple[ScaledBandwidth, ScaledBandwidth]:
+    """``(srifty's embedded bandwidth model, APM's alpha-beta fit on the same probes)``, both divided by the
+    testbed's emulation scale."""
+    return (ScaledBandwidth(load_default_model(), SCALE),
+            ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), SCALE))  # fmt: skip
+
+
+def saved_profiles(case: Case, folder: Path) -> dict[str, Profile]:
+    """The profiles a run of ``case`` measured into ``folder``, by emulated type."""
+    return {emulated_type(case, host).name: load_profile(profile_path(case, host, folder)) for host in case.hosts}
+
+
 def make_cgroup(name: str, quota: float) -> Path:
     """A CPU-quota cgroup (v1) of this run, ``quota`` cores, inside a group of its own without a quota; both
     carry the kernel's largest weight, so the emulated VM's cores are its own on a busy machine. The outer
@@ -304,8 +316,7 @@ def case_profiles(case: Case, args: argparse.Namespace, guard: ProcessGuard) -> 
 
 def predict_cases(cases: list[Case], args: argparse.Namespace, guard: ProcessGuard) -> dict[str, Any]:
     """Every case's predictions (profiling first where needed), with the time they were written."""
-    net = ScaledBandwidth(load_default_model(), SCALE)
-    alpha_beta = ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), SCALE)
+    net, alpha_beta = scaled_models()
     rows = []
     for case in cases:
         predicted = predict(case, case_profiles(case, args, guard), net, alpha_beta)
@@ -354,17 +365,12 @@ def predict(case: Case, profiles: dict[str, Profile], net: Any, alpha_beta: Any)
 
 def repredict_cases(saved: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """The saved run's predictions made again from its profiles with the current models (nothing measured)."""
-    net = ScaledBandwidth(load_default_model(), SCALE)
-    alpha_beta = ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), SCALE)
+    net, alpha_beta = scaled_models()
     by_name = {case.name: case for case in CASES_AND_SMOKE}
     rows = []
     for old in saved["predictions"]["rows"]:
         case = by_name[old["case"]]
-        profiles = {
-            emulated_type(case, host).name: load_profile(profile_path(case, host, Path(args.profiles_dir)))
-            for host in case.hosts
-        }
-        rows.append({**old, **predict(case, profiles, net, alpha_beta)})
+        rows.append({**old, **predict(case, saved_profiles(case, Path(args.profiles_dir)), net, alpha_beta)})
     return {**saved["predictions"], "rows": rows, "repredicted_utc": dt.datetime.now(dt.UTC).isoformat()}
 
 
@@ -464,7 +470,7 @@ def render(saved: dict[str, Any], elapsed_s: float, repredicted: bool) -> str:
     return "\n".join([
         "Real DDP training (gloo, 1 rank per emulated host) on the namespace testbed, links at 1/50 of the",
         "family's rated bandwidth; slower types emulated by cgroup CPU quotas (cores in the type name; 10 ms",
-        "periods, so that a quota behaves as a slower CPU: see \"Testbed CPU quotas: the period\").",
+        "periods, closer to a slower CPU than 100 ms: see \"Testbed CPU quotas: the period\").",
         f"Measured: mean of {meas['iters']} timed iterations after {meas['warmup']} warm-up ones, on rank 0, in",
         f"each of {repetitions} repetitions (every case once, then again); the column gives their mean and each.",
         f"Predictions written at {pred['written_utc']}, before the first run, from profiles measured by `srifty",

@@ -50,8 +50,6 @@ from benchmarks.common import ROOT, cpu_seconds, machine_description, others_cor
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
 from srifty.compute import Profile, load_profile
-from srifty.network import load_default_model, load_default_probes
-from srifty.plan.methods.alpha_beta import AlphaBetaModel
 from srifty.sim import SimOptions, Simulator
 from srifty.sim.fsdp import REDUCE_BYTES, gather_bytes_each, unit_shares
 from srifty.sim.netquery import feature_frame
@@ -146,8 +144,7 @@ def profile_all(guard: Any) -> dict[str, Profile]:
 
 def predict_all(guard: Any) -> dict[str, Any]:
     profiles = profile_all(guard)
-    net = e2e.ScaledBandwidth(load_default_model(), e2e.SCALE)
-    alpha_beta = e2e.ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), e2e.SCALE)
+    net, alpha_beta = e2e.scaled_models()
     rows = []
     for name, hosts in CASES:
         for strategy in STRATEGIES:

@@ -55,10 +55,9 @@ from benchmarks import multihost as mh
 from benchmarks.common import ROOT, cpu_seconds, machine_description, others_cores, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.compute import check_one_machine, load_profile
-from srifty.network import load_default_model, load_default_probes
+from srifty.network import load_default_model
 from srifty.network import testbed as tb
 from srifty.network.testbed import down, family_from_catalog, up
-from srifty.plan import AlphaBetaModel
 from srifty.processes import pids_marked
 
 SECTION = "Multi-host iteration-time prediction and faults with resnet18 (testbed)"
@@ -194,8 +193,7 @@ def predict_all(guard: Any, remeasure: bool) -> dict[str, Any]:
     """Profiles under each quota, then srifty's (with and without the measured interference) and APM's predicted
     mean iteration time of every case."""
     PROFILES.mkdir(parents=True, exist_ok=True)
-    net = e2e.ScaledBandwidth(load_default_model(), e2e.SCALE)
-    alpha_beta = e2e.ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), e2e.SCALE)
+    net, alpha_beta = e2e.scaled_models()
     rows = []
     for case in CASES:
         profiles = {}
@@ -347,15 +345,12 @@ def run_comm(guard: Any) -> list[dict[str, Any]]:
 def repredict(pred: dict[str, Any]) -> dict[str, Any]:
     """The last run's predictions with srifty at this commit beside them (``srifty_after_s``), from the same
     profiles: made after the runs, so labelled as such (the run's own predictions stay as they were)."""
-    net = e2e.ScaledBandwidth(load_default_model(), e2e.SCALE)
-    alpha_beta = e2e.ScaledBandwidth(AlphaBetaModel().fit(load_default_probes()), e2e.SCALE)
+    net, alpha_beta = e2e.scaled_models()
     by_name = {case.name: case for case in CASES}
     rows = []
     for row in pred["rows"]:
         case = by_name[row["case"]]
-        profiles = {
-            e2e.emulated_type(case, h).name: load_profile(e2e.profile_path(case, h, PROFILES)) for h in case.hosts
-        }
+        profiles = e2e.saved_profiles(case, PROFILES)
         rows.append({**row, "srifty_after_s": e2e.predict(case, profiles, net, alpha_beta)["srifty_s"]})
     now = datetime.now(UTC).isoformat(timespec="seconds")
     return {**pred, "rows": rows, "repredicted": {"utc": now, "machine": machine_description()}}

@@ -13,9 +13,11 @@ on the network (as every DDP rank does for its allreduce) starts its next forwar
 quota and runs at a full core until it is spent: measured here (``python -m benchmarks.quota_period``), a
 resnet18 training step under 0.6 cores took 199 ms back to back and 140 ms after 0.3 s idle, so a quota made
 a "slower VM" only while it computed without pause, and ``srifty profile`` (which does) overstated the
-forward pass of the testbed's DDP runs by 20-35 %. With 10 ms periods the step takes 208 and 196 ms, as on a
-uniformly slower CPU. The kernel's smallest quota is 1 ms, so below 0.1 cores the
-period is lengthened to keep it (:func:`quota_window_us`).
+forward pass of the testbed's DDP runs by 20-35 %. With 10 ms periods the step takes 208 and 196 ms, nearer a
+uniformly slower CPU; but the group is throttled ten times as often, which stalls latency-bound
+communication more (the interference benchmark's loopback overlap check got worse), so neither period is a
+slower VM. The kernel's smallest quota is 1 ms, so below 0.1 cores the period is lengthened to keep it
+(:func:`quota_window_us`).
 
 Each quota group is named after its owner (the run's mark) and the host, is created on first use and
 removed when the run ends (the kernel refuses to remove a group that still holds a process, so the run
