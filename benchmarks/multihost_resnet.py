@@ -371,6 +371,8 @@ def main() -> None:
     if not args.from_results:
         if args.part is None:
             parser.error("give --part predict or --part faults (each about 6-8 min), or --from-results")
+        if args.part == "repredict" and "predictions" not in saved:
+            parser.error(f"--part repredict needs a run's predictions in {RESULTS}; run --part predict first")
         os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "examples"), str(ROOT / "src"), str(ROOT)])
         started = time.perf_counter()
         with e2e.cleaned_up() as guard:
