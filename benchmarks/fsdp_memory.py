@@ -46,6 +46,8 @@ MODELS = {
     "tiny_decoder": ("srifty.compute.zoo:tiny_decoder", ("--max-batch", "16")),
     "decoder": ("srifty.compute.zoo:decoder", ("--max-batch", "8")),
     "deep_decoder": ("benchmarks.fsdp_memory:deep_decoder", ("--max-batch", "8")),
+    "res_mlp": ("benchmarks.fsdp_memory:res_mlp", ("--max-batch", "8")),
+    "wide_vocab_decoder": ("benchmarks.fsdp_memory:wide_vocab_decoder", ("--max-batch", "8")),
 }
 #: (strategy, ranks, shard group, checkpointing)
 LAYOUTS = [
@@ -65,8 +67,12 @@ BATCHES = (2, 8)
 #: start-up broadcast of the parameters makes, released on gloo's thread. It can only add. FSDPMemTracker
 #: follows tensors, not the allocator, and does not stray.
 COUNTER_RUNS = 3
-#: The model no part of the memory model was fitted to.
+#: The model no part of the memory model is fitted to, but whose misses shaped it (not blind).
 HELD_OUT = "deep_decoder"
+#: Models added after the memory model was last changed (72c000b), their predictions committed before their
+#: first measurement (:data:`PREDICTIONS`): blind.
+BLIND = ("res_mlp", "wide_vocab_decoder")
+PREDICTIONS = ROOT / "benchmarks" / "results" / "fsdp_memory_blind_predictions.json"
 #: What identifies a row across runs.
 KEY = ("model", "strategy", "ranks", "shard_group", "checkpointing", "local_batch")
 
@@ -77,6 +83,47 @@ def deep_decoder() -> Any:
     from srifty.compute import zoo
 
     return zoo.decoder(vocab=4096, dim=192, depth=12, heads=6, seq_len=64)
+
+
+def res_mlp() -> Any:
+    """A blind held-out model unlike the decoders: a token-wise residual MLP tower (no attention, no embedding)
+    over float inputs of 32 tokens × 96 features (seeded random features and 10-way labels), 8 pre-norm blocks
+    of width 256 (hidden 1024) in ``layers``, a mean-pooled classifier; about 4.2 M parameters, a root of 27 k."""
+    import torch
+    from torch import nn
+
+    class ResMLP(nn.Module):
+        def __init__(self, features: int = 96, dim: int = 256, depth: int = 8, classes: int = 10) -> None:
+            super().__init__()
+            self.inp = nn.Linear(features, dim)
+            self.layers = nn.ModuleList(
+                nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+                for _ in range(depth)
+            )
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = self.inp(x)
+            for layer in self.layers:
+                x = x + layer(x)
+            return self.head(self.norm(x).mean(dim=1))
+
+    torch.manual_seed(0)
+
+    def make_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(batch, 32, 96), torch.randint(0, 10, (batch,))
+
+    return ResMLP(), make_batch, nn.functional.cross_entropy
+
+
+def wide_vocab_decoder() -> Any:
+    """A blind held-out model whose root outweighs its blocks: a decoder of vocab 16384 and width 128, 3 blocks,
+    96 tokens (about 4.8 M parameters, a root of 4.2 M: the embedding and the untied head; logits of 6 MiB a
+    sample)."""
+    from srifty.compute import zoo
+
+    return zoo.decoder(vocab=16384, dim=128, depth=3, heads=4, seq_len=96)
 
 
 def profile(model: str) -> Path:
@@ -152,31 +199,60 @@ def predict(path: Path, strategy: str, shard: int, checkpointing: bool, batch: i
     }
 
 
-def run(before: dict[str, Any] | None) -> dict[str, Any]:
-    """Measure and predict every case; ``before``: the previous run's results, kept beside them."""
+def _commit(machine: str) -> str:
+    """The commit a machine line names."""
+    return machine.rsplit("commit ", 1)[-1]
+
+
+def cases() -> list[tuple[str, int, int, bool, int]]:
+    """Every (strategy, ranks, shard group, checkpointing, local batch) measured for each model."""
+    return [(*layout, batch) for layout in LAYOUTS for batch in BATCHES]
+
+
+def predict_blind() -> dict[str, Any]:
+    """The blind models' profiles measured and every case predicted, before any of them is measured."""
     rows = []
-    for model in MODELS:
+    for model in BLIND:
         path = profile(model)
-        for strategy, ranks, shard, checkpointing in LAYOUTS:
-            for batch in BATCHES:
-                runs = [
-                    measure(model, strategy, ranks, shard, checkpointing, batch)
-                    for _ in range(COUNTER_RUNS if strategy == "ddp" else 1)
-                ]
-                measured = min(_peak(r, strategy) for r in runs)
-                ranks_peaks = next(r for r in runs if _peak(r, strategy) == measured)
-                predicted = predict(path, strategy, shard, checkpointing, batch)
-                row = {"model": model, "strategy": strategy, "ranks": ranks, "shard_group": shard,
-                       "checkpointing": checkpointing, "local_batch": batch, "measured_bytes": measured,
-                       "ranks_measured": ranks_peaks, "runs_measured": runs,
-                       **predicted}  # fmt: skip
-                row["error"] = row["predicted_bytes"] / measured - 1.0
-                rows.append(row)
-                case = f"{model} {strategy} x{ranks}{' ckpt' if checkpointing else ''} b{batch}"
-                said = f"measured {measured / 2**20:.1f} MiB, predicted {row['predicted_bytes'] / 2**20:.1f} MiB"
-                print(f"{case}: {said} ({100 * row['error']:+.1f} %)", flush=True)
-    results: dict[str, Any] = {"machine": machine_description(), "rows": rows}
-    if before:
+        for strategy, ranks, shard, checkpointing, batch in cases():
+            row = {"model": model, "strategy": strategy, "ranks": ranks, "shard_group": shard,
+                   "checkpointing": checkpointing, "local_batch": batch}  # fmt: skip
+            rows.append({**row, **predict(path, strategy, shard, checkpointing, batch)})
+    return {"machine": machine_description(), "rows": rows}
+
+
+def run(before: dict[str, Any] | None, models: tuple[str, ...]) -> dict[str, Any]:
+    """Measure and predict every case of ``models``; ``before``: the previous run's results. A run of every
+    model keeps the previous one's rows beside its own; a run of some models keeps the previous run's rows of
+    the others (each row names the commit it was measured at) and the previous run's ``before``."""
+    machine = machine_description()
+    rows = []
+    for model in models:
+        path = profile(model)
+        for strategy, ranks, shard, checkpointing, batch in cases():
+            runs = [
+                measure(model, strategy, ranks, shard, checkpointing, batch)
+                for _ in range(COUNTER_RUNS if strategy == "ddp" else 1)
+            ]
+            measured = min(_peak(r, strategy) for r in runs)
+            ranks_peaks = next(r for r in runs if _peak(r, strategy) == measured)
+            predicted = predict(path, strategy, shard, checkpointing, batch)
+            row = {"model": model, "strategy": strategy, "ranks": ranks, "shard_group": shard,
+                   "checkpointing": checkpointing, "local_batch": batch, "measured_bytes": measured,
+                   "ranks_measured": ranks_peaks, "runs_measured": runs, "measured_at": _commit(machine),
+                   **predicted}  # fmt: skip
+            row["error"] = row["predicted_bytes"] / measured - 1.0
+            rows.append(row)
+            case = f"{model} {strategy} x{ranks}{' ckpt' if checkpointing else ''} b{batch}"
+            said = f"measured {measured / 2**20:.1f} MiB, predicted {row['predicted_bytes'] / 2**20:.1f} MiB"
+            print(f"{case}: {said} ({100 * row['error']:+.1f} %)", flush=True)
+    results: dict[str, Any] = {"machine": machine, "rows": rows}
+    if before and set(models) != set(MODELS):
+        kept = [{"measured_at": _commit(before["machine"]), **r} for r in before["rows"] if r["model"] not in models]
+        results["rows"] = sorted(kept + rows, key=lambda r: list(MODELS).index(r["model"]))
+        if "before" in before:
+            results["before"] = before["before"]
+    elif before:
         results["before"] = {"machine": before["machine"], "rows": [_brief(r) for r in before["rows"]]}
     return results
 
@@ -207,8 +283,12 @@ def render(results: dict[str, Any]) -> str:
         "measured apart after a run at 37dc9d0 (plateau filter only: 39 of 42 within 10 %, deep_decoder 11 of 14,",
         "its checkpointed batch-8 cases over-predicted by 10.6-17.0 %; BENCHMARKS.md at 48cd4c9). Every profile was",
         "measured again by `srifty profile --checkpointing` before this run's measurements, its predictions",
-        "committed first. The phase is the moment the model predicts as the peak: the turn from forward to",
-        "backward, a block's backward, or the optimizer step.",
+        "committed first. `res_mlp` (a token-wise residual MLP tower: no attention, no embedding, a tiny root) and",
+        "`wide_vocab_decoder` (a root of embedding and head four times its blocks) are blind: added after the",
+        "memory model last changed, their profiles measured and every case predicted and committed",
+        "(`--predict-blind`, `benchmarks/results/fsdp_memory_blind_predictions.json`) before any was measured.",
+        "The phase is the moment the model predicts as the peak: the turn from forward to backward, a block's",
+        "backward, or the optimizer step.",
         "",
         "| model | strategy | ranks | shard group | checkpointing | local batch | measured MiB | predicted MiB "
         "| error | phase | before: predicted MiB | before: error |",
@@ -227,7 +307,9 @@ def render(results: dict[str, Any]) -> str:
         f"Absolute error: median {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} % over "
         f"{len(rows)} configurations ({sum(e <= 0.10 for e in errors)} within 10 %).",
         *_held_out(rows, before["rows"] if before else []),
+        *_blind(rows),
         *_missed(rows),
+        *_measured_at(rows, results["machine"]),
     ]
     if before:
         olds = [abs(r["error"]) for r in before["rows"]]
@@ -258,6 +340,43 @@ def _held_out(rows: list[dict[str, Any]], before: list[dict[str, Any]]) -> list[
     return ["", f"{HELD_OUT} (held out, not blind: see above): {within(rows)} within 10 %{was}."]
 
 
+def _blind(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per blind model: its configurations within the goal by the predictions committed before it was
+    measured, and whether the run's own predictions are those."""
+    if not PREDICTIONS.is_file():
+        return []
+    committed = json.loads(PREDICTIONS.read_text())
+    said = {_key(r): r["predicted_bytes"] for r in committed["rows"]}
+    lines = []
+    for model in BLIND:
+        held = [r for r in rows if r["model"] == model and _key(r) in said]
+        if not held:
+            continue
+        errors = [abs(said[_key(r)] / r["measured_bytes"] - 1.0) for r in held]
+        same = all(abs(r["predicted_bytes"] / said[_key(r)] - 1.0) < 1e-6 for r in held)
+        within = sum(e <= 0.10 for e in errors)
+        figures = f"median {100 * statistics.median(errors):.1f} %, largest {100 * max(errors):.1f} %"
+        differ = "; the run's own predictions differ from those committed (the table shows the run's)"
+        lines += [
+            "",
+            f"{model} (blind, predictions committed at {_commit(committed['machine'])}): {within} of {len(held)} "
+            f"within 10 %, {figures}{'' if same else differ}.",
+        ]
+    return lines
+
+
+def _measured_at(rows: list[dict[str, Any]], machine: str) -> list[str]:
+    """A line naming the commit each model's rows were measured at, when a run measured only some models."""
+    at: dict[str, list[str]] = {}
+    for r in rows:
+        commit = r.get("measured_at", _commit(machine))
+        if r["model"] not in at.setdefault(commit, []):
+            at[commit].append(r["model"])
+    if len(at) < 2:
+        return []
+    return ["", "Measured at: " + "; ".join(f"{', '.join(m)} at {c}" for c, m in at.items()) + "."]
+
+
 def _missed(rows: list[dict[str, Any]]) -> list[str]:
     """A line naming the configurations beyond the 10 % goal, if any."""
     missed = [r for r in rows if abs(r["error"]) > 0.10]
@@ -274,11 +393,21 @@ def _missed(rows: list[dict[str, Any]]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--from-results", action="store_true", help="re-render the section from saved results")
+    parser.add_argument(
+        "--predict-blind", action="store_true", help=f"profile and predict the blind models only: {PREDICTIONS.name}"
+    )
+    parser.add_argument(
+        "--models", nargs="+", choices=list(MODELS), default=list(MODELS), help="measure these (default: all)"
+    )
     args = parser.parse_args()
+    if args.predict_blind:
+        atomic_write_text(PREDICTIONS, json.dumps(predict_blind(), indent=1))
+        print(f"wrote {PREDICTIONS}: commit it before measuring {', '.join(BLIND)}")
+        return
     if args.from_results:
         results = json.loads(RESULTS.read_text())
     else:
-        results = run(json.loads(RESULTS.read_text()) if RESULTS.is_file() else None)
+        results = run(json.loads(RESULTS.read_text()) if RESULTS.is_file() else None, tuple(args.models))
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(RESULTS, json.dumps(results, indent=1))
     write_section(SECTION, render(results))
