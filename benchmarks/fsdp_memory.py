@@ -359,7 +359,8 @@ def _blind(rows: list[dict[str, Any]]) -> list[str]:
         differ = "; the run's own predictions differ from those committed (the table shows the run's)"
         lines += [
             "",
-            f"{model} (blind, predictions committed at {_commit(committed['machine'])}): {within} of {len(held)} "
+            f"{model} (blind: every case predicted at {_commit(committed['machine'])}, committed before its first "
+            f"measurement): {within} of {len(held)} "
             f"within 10 %, {figures}{'' if same else differ}.",
         ]
     return lines
