@@ -85,3 +85,17 @@ def test_planning_imports_neither_xgboost_nor_scipy_stats() -> None:
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_walk_without_paired_children_agrees() -> None:
+    """XGBoost numbers a right child after its left sibling, and the walk uses that; the general walk (each child
+    looked up) is taken for a forest where that fails, and gives the same leaves."""
+    import dataclasses
+
+    raw = (DATA / "default-net.large.xgb.json").read_bytes()
+    mine = JsonBooster(raw)
+    x = _rows(np.random.default_rng(11), 2000)
+    paired = mine._forest.leaves(x)
+    assert mine._forest.paired
+    general = dataclasses.replace(mine._forest, paired=False)
+    np.testing.assert_array_equal(general.leaves(x), paired)

@@ -40,7 +40,14 @@ class _Forest:
     walked together, one level per step.
 
     Attributes:
+        left, right: a node's children; a leaf is its own (so a walk of ``depth - 1`` steps stays on the leaf
+            it reaches, with no test of whether it has).
+        split: a node's threshold, ``+inf`` at a leaf (where ``default_left`` is true), so every value, a
+            missing one too, goes left from a leaf: onto itself.
+        paired: every right child is its left sibling's next node (as XGBoost numbers them), so a step is one
+            lookup of the left child.
         in_set: for categorical split ``k`` (``category_row[node] == k``), which categories go right.
+        categorical: whether any node splits on a category.
     """
 
     roots: npt.NDArray[np.int64]
@@ -52,6 +59,9 @@ class _Forest:
     category_row: npt.NDArray[np.int64]
     in_set: npt.NDArray[np.bool_]
     depth: int
+    categorical: bool
+    split: npt.NDArray[np.float32]
+    paired: bool
 
     @classmethod
     def from_json(cls, trees: list[dict[str, Any]]) -> _Forest:
@@ -87,43 +97,57 @@ class _Forest:
             parts["cat"].append(category_row)
             depth = max(depth, _depth(left, right))
             offset += len(left)
+        left_all, right_all = np.concatenate(parts["left"]), np.concatenate(parts["right"])
+        leaf = left_all < 0
+        left_all[leaf] = right_all[leaf] = np.flatnonzero(leaf)
+        threshold = np.concatenate(parts["threshold"])
+        default_left = np.concatenate(parts["default"])
+        default_left[leaf] = True
         widest = max((max(c, default=0) for c in sets), default=0) + 1
         in_set = np.zeros((max(len(sets), 1), widest), dtype=bool)
         for row, categories in enumerate(sets):
             in_set[row, categories] = True
         return cls(
             roots=np.asarray(roots, dtype=np.int64),
-            left=np.concatenate(parts["left"]),
-            right=np.concatenate(parts["right"]),
+            left=left_all,
+            right=right_all,
             feature=np.concatenate(parts["feature"]),
-            threshold=np.concatenate(parts["threshold"]),
-            default_left=np.concatenate(parts["default"]),
+            threshold=threshold,
+            default_left=default_left,
             category_row=np.concatenate(parts["cat"]),
             in_set=in_set,
             depth=depth,
+            categorical=bool(sets),
+            split=np.where(leaf, np.float32(np.inf), threshold).astype(np.float32),
+            paired=bool((right_all[~leaf] == left_all[~leaf] + 1).all()),
         )
 
     def leaves(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """``(rows, trees)``: the leaf value each row reaches in each tree (a leaf keeps its value in
-        ``split_conditions``, as XGBoost writes it)."""
-        node = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
-        rows = np.arange(len(x))[:, None]
-        for _ in range(self.depth):
-            inner = self.left[node] >= 0
-            if not inner.any():
-                break
-            value = x[rows, self.feature[node]]
-            missing = np.isnan(value)
-            go_left = np.where(missing, self.default_left[node], value < self.threshold[node])
-            cat = self.category_row[node]
-            is_cat = inner & (cat >= 0)
-            if is_cat.any():
-                code = np.where(missing, -1, value).astype(np.int64)
-                valid = (code >= 0) & (code < self.in_set.shape[1])
-                right = valid & self.in_set[np.maximum(cat, 0), np.clip(code, 0, self.in_set.shape[1] - 1)]
-                go_left = np.where(is_cat, np.where(valid, ~right, self.default_left[node]), go_left)
-            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
-        return self.threshold[node]
+        ``split_conditions``, as XGBoost writes it). Rows and trees are walked as one flat array; the tests of
+        missing values and of categories are made only when the rows have a NaN or the forest a category."""
+        rows, trees = len(x), len(self.roots)
+        flat = np.ascontiguousarray(x).ravel()
+        node = np.tile(self.roots, rows)
+        row_start = np.repeat(np.arange(rows, dtype=np.int64) * x.shape[1], trees)
+        has_missing = bool(np.isnan(flat).any())
+        for _ in range(self.depth - 1):
+            value = flat[row_start + self.feature[node]]
+            go_left = value < self.split[node]
+            if has_missing:
+                missing = np.isnan(value)
+                go_left = np.where(missing, self.default_left[node], go_left)
+            if self.categorical:
+                cat = self.category_row[node]
+                is_cat = cat >= 0
+                if is_cat.any():
+                    code = np.where(np.isnan(value), -1, value).astype(np.int64)
+                    valid = (code >= 0) & (code < self.in_set.shape[1])
+                    right = valid & self.in_set[np.maximum(cat, 0), np.clip(code, 0, self.in_set.shape[1] - 1)]
+                    go_left = np.where(is_cat, np.where(valid, ~right, self.default_left[node]), go_left)
+            left = self.left[node]
+            node = left + ~go_left if self.paired else np.where(go_left, left, self.right[node])
+        return self.threshold[node].reshape(rows, trees)
 
 
 def _depth(left: npt.NDArray[np.int64], right: npt.NDArray[np.int64]) -> int:
