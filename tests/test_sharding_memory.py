@@ -26,6 +26,7 @@ from srifty.compute.sharding import (
     peak_memory,
     sharding_units,
     step_peak,
+    turn_anchored_line,
     unit_key,
     usable_bytes,
 )
@@ -93,30 +94,30 @@ def test_fsdp_shards_the_state_and_gathers_the_root_and_two_blocks() -> None:
 def test_checkpointed_fsdp_peaks_in_backward_with_done_gradients_a_prefetch_and_a_reduce_scatter_buffer() -> None:
     # 16 blocks of 50 M parameters (fp32 kept, bf16 gathered), a 200 M root, sharded over 8, batch 1: at block
     # 1 of 16 the root and two blocks are gathered (block 1, block 0 ahead), block 2's fp32 gradient waits for
-    # its reduce-scatter, and 14 blocks' gradients are done (a shard each)
+    # its reduce-scatter, block 1's own fp32 gradient accumulates, and 14 blocks' gradients are done (a shard each)
     inputs = _inputs()
     options = gpu_options("fsdp", 8, checkpointing=True)
     backward = backward_peak(inputs, options, 1)
     assert backward is not None and backward.phase == "backward"
     assert backward.parameters_bytes == pytest.approx(4e9 / 8 + 2.0 * (200e6 + 2 * 50e6))
-    assert backward.gradients_bytes == pytest.approx(14 * 4.0 * 50e6 / 8)
+    assert backward.gradients_bytes == pytest.approx(14 * 4.0 * 50e6 / 8 + 4.0 * 50e6)
     assert backward.buffers_bytes == pytest.approx(4.0 * 50e6)
     assert backward.activations_bytes == pytest.approx(3e8) and backward.workspace_bytes == pytest.approx(1e9)
-    assert backward.total_bytes == pytest.approx(3.95e9)
+    assert backward.total_bytes == pytest.approx(4.15e9)
     assert peak_memory(inputs, options, 1) == backward  # above the turn (3.4e9) and the step (2.5e9)
     assert forward_peak(inputs, options, 1).total_bytes == pytest.approx(3.4e9)
-    # DDP holds every gradient but the first block's at its last block: with the whole state and its buckets
+    # DDP holds every gradient at its first block (the 15 done, its own accumulating), the whole state, buckets
     ddp = backward_peak(inputs, MemoryOptions("ddp", 1, True), 1)
-    assert ddp is not None and ddp.total_bytes == pytest.approx(4e9 + 15 * 2e8 + 8e9 + 4e9 + 3e8 + 1e9)
+    assert ddp is not None and ddp.total_bytes == pytest.approx(4e9 + 16 * 2e8 + 8e9 + 4e9 + 3e8 + 1e9)
     # without checkpointing backward holds at least the checkpointed activations; the turn stays the peak
     plain = backward_peak(inputs, gpu_options("fsdp", 8), 2)
     assert plain is not None and plain.activations_bytes == pytest.approx(2 * 3e8)
     assert peak_memory(inputs, gpu_options("fsdp", 8), 2).phase == "forward"
-    # two blocks: at block 0 nothing to prefetch, block 1's gradient reducing and its shard done (3.525e9) beat
-    # block 1, which has no reduce-scatter waiting and nothing done (3.4e9)
+    # two blocks: at block 0 nothing to prefetch, block 1's gradient reducing and its shard done, block 0's own
+    # accumulating (3.725e9) beat block 1, which has no reduce-scatter waiting and nothing done (3.6e9)
     two = backward_peak(_inputs(n_units=3), options, 1)
     assert two is not None and two.total_bytes == pytest.approx(
-        4e9 / 8 + 2.0 * (200e6 + 50e6) + 4.0 * 50e6 / 8 + 4.0 * 50e6 + 8e9 / 8 + 3e8 + 1e9
+        4e9 / 8 + 2.0 * (200e6 + 50e6) + 4.0 * 50e6 / 8 + 4.0 * 50e6 + 4.0 * 50e6 + 8e9 / 8 + 3e8 + 1e9
     )
     assert backward_peak(_inputs(n_units=1, max_unit_numel=0), options, 1) is None  # the root alone
 
@@ -229,6 +230,32 @@ def test_the_forward_line_is_fitted_only_through_the_peaks_above_the_plateau() -
     # the line through every point, as before the plateau was known, flattens A and lifts W
     everything = memory_line(on_plateau + turn, 0.0)
     assert everything[1] < 45 * mib and everything[0] - 384 * mib > 20 * mib
+
+
+def test_the_checkpointed_turn_anchors_the_intercept_where_plateau_points_would_lift_it() -> None:
+    """res_mlp (issue 25's blind model): activations small against the state, so the turn leaves the plateau
+    only at the largest batch, and a peak 1.4 % above it (batch 4: the end of backward with the loss) passed the
+    plateau filter and lifted W by 12 MB. The checkpointed turn (no gradient yet) gives the intercept; the slope
+    comes from the peaks the turn can reach above the plateau."""
+    mib = 2**20
+    state = 384.0 * mib  # parameters 128 MiB and Adam's 256 MiB
+    plateau = state + 128 * mib
+    a_per_sample = 30.0 * mib
+    forward = [[1, plateau + 0.2 * mib], [2, plateau + 0.5 * mib], [4, plateau * 1.014], [8, state + 8 * a_per_sample]]
+    turn = [[4, state + 4 * 2 * mib], [8, state + 8 * 2 * mib]]  # W 0, checkpointed A 2 MiB
+    intercept, slope = turn_anchored_line(forward, turn, plateau)
+    assert intercept == pytest.approx(state) and slope == pytest.approx(a_per_sample)
+    assert memory_line(forward, plateau)[0] - state > 20 * mib  # the free line: batch 4's plateau point lifts W
+    profile = synthetic_profile(param_mib=(64.0, 64.0)).with_changes(optimizer="adam")
+    anchored = memory_inputs(
+        profile.with_changes(extra={"forward_memory_points": forward, "checkpointed_turn_memory_points": turn})
+    )
+    assert anchored.workspace_bytes == pytest.approx(0.0, abs=1.0) and anchored.per_sample_bytes == pytest.approx(
+        a_per_sample
+    )
+    # two peaks the turn reaches: the least-squares slope through the anchored intercept of both
+    both = [[1, plateau], [6, state + 6 * 31 * mib], [8, state + 8 * 29 * mib]]
+    assert turn_anchored_line(both, turn, plateau)[1] == pytest.approx((6 * 6 * 31 + 8 * 8 * 29) / 100 * mib)
 
 
 def test_fewer_than_two_peaks_above_the_plateau_fall_back_to_the_line_through_every_point() -> None:
@@ -350,8 +377,9 @@ def test_done_gradients_are_the_finished_blocks_own_sizes_never_more_than_the_pa
     )
     walk = backward_peak(inputs, gpu_options("ddp"), batch=1)
     assert walk is not None
-    assert walk.gradients_bytes == pytest.approx(4.0 * sum(blocks[1:]) * 1e6)  # at block 0, every later one is done
+    # at block 0, every later one is done and block 0's own accumulates
+    assert walk.gradients_bytes == pytest.approx(4.0 * sum(blocks) * 1e6)
     assert walk.gradients_bytes < inputs.param_bytes
     unknown = dataclasses.replace(inputs, block_numels=())
     old = backward_peak(unknown, gpu_options("ddp"), batch=1)
-    assert old is not None and old.gradients_bytes == pytest.approx(4.0 * 5 * 30e6)  # the largest, five times
+    assert old is not None and old.gradients_bytes == pytest.approx(4.0 * 6 * 30e6)  # the largest, six times

@@ -13,7 +13,9 @@ what runs.
 apart from the optimizer step (:func:`forward_line`): ``A`` is its slope (or the slope measured with every
 block checkpointed: at the turn, and apart while backward runs the blocks, where the profile measured them
 apart), ``W`` its intercept less the parameters, the optimizer state and, under autocast, the
-cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). The line is
+cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). Where the profile
+measured the checkpointed turn apart, the intercept is that turn's and the slope is fitted through it
+(:func:`turn_anchored_line`). The line is
 fitted only through the peaks above the *plateau* ``2·P·p + P·o`` (:func:`memory_line`): one process holds
 every gradient with its parameters and optimizer state at the end of backward, so at small batches (and
 under checkpointing) its forward-and-backward peak is that moment, not the turn the line stands for, and
@@ -37,12 +39,14 @@ vocabulary makes the larger). Backward runs the ``n`` blocks from last to first;
 first) is recomputed and differentiated, FSDP holds, besides its shard and ``W + A·b``: the root and block
 ``k`` gathered, block ``k−1`` gathered ahead (the backward prefetch, for ``k ≥ 1``), block ``k+1``'s gradient
 as the input of its reduce-scatter (``p`` bytes a parameter: fp32, for ``k ≤ n−2``; FSDP2 keeps it until the
-next reduce-scatter is issued) and the sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each:
-``(P·p + P·o)/d + c·(U_root + U_max + [k≥1]·U_max) + [k≤n−2]·p·U_max + (n−1−k)·p·U_max/d + W + A·b``. DDP
-holds the whole state, its buckets and the gradients of the blocks done: ``2·P·p + P·o + (n−1−k)·p·U_max + W +
+next reduce-scatter is issued), block ``k``'s own unsharded gradient as it accumulates (``p·U_max``) and the
+sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each: ``(P·p + P·o)/d + c·(U_root + U_max +
+[k≥1]·U_max) + [k≤n−2]·p·U_max + p·U_max + (n−1−k)·p·U_max/d + W + A·b``. DDP holds the whole state, its
+buckets, block ``k``'s gradient and the gradients of the blocks done: ``2·P·p + P·o + (n−k)·p·U_max + W +
 A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in {0,
-1, n−2, n−1} suffices). Not counted: block ``k``'s own gradient as it accumulates and the root's gradients
-made before the blocks' (the head's), (``W`` is measured at the turn, before any gradient). Without
+1, n−2, n−1} suffices). Block ``k``'s own gradient was left out until two blind models (issue 25) showed the
+small-batch FSDP peaks under-predicted by about one block's gradient. Not counted: the root's gradients made
+before the blocks' (the head's), (``W`` is measured at the turn, before any gradient). Without
 checkpointing the same moments are priced with the checkpointed ``A`` (what backward holds at least:
 checkpointing only frees activations), or with ``W`` alone where that was not measured; there the turn from
 forward to backward, every activation held, is the peak.
@@ -153,8 +157,8 @@ class MemoryBreakdown:
     Attributes:
         parameters_bytes: parameters held (a shard, plus gathered units for FSDP).
         gradients_bytes: gradients held at the peak (at the turn from forward to backward: 0 under DDP,
-            FSDP's unsharded gradient of the computing block; in a block's backward: the gradients of the
-            blocks done, a shard of each under FSDP).
+            FSDP's unsharded gradient of the computing block; in a block's backward: its own gradient as it
+            accumulates and the gradients of the blocks done, a shard of each under FSDP).
         optimizer_bytes: optimizer state (a shard under FSDP) plus the step's temporaries at a step peak.
         activations_bytes: activations kept for backward.
         buffers_bytes: communication buffers (DDP's gradient buckets; in a block's backward under FSDP, the
@@ -296,12 +300,41 @@ def forward_line(profile: Profile) -> tuple[float, float]:
     """``(intercept, slope)`` in bytes of the forward-and-backward peak against the batch: :func:`memory_line`
     through the forward peaks the profiler measured apart from the optimizer step
     (``extra["forward_memory_points"]``), or, in profiles made before it did, the whole iteration's memory
-    model (whose intercept then also holds what the step adds at small batches)."""
+    model (whose intercept then also holds what the step adds at small batches). Where the profile measured the
+    checkpointed turn apart, the intercept is that turn's (:func:`turn_anchored_line`)."""
     points = profile.extra.get("forward_memory_points") if profile.extra else None
     if points and len({int(b) for b, _ in points}) >= 2:
         optimizer = optimizer_state_bytes(profile.optimizer) * profile.n_params
-        return memory_line(points, plateau_bytes(float(profile.param_bytes), optimizer))
+        plateau = plateau_bytes(float(profile.param_bytes), optimizer)
+        turn = profile.extra.get("checkpointed_turn_memory_points")
+        if turn and len({int(b) for b, _ in turn}) >= 2:
+            return turn_anchored_line(points, turn, plateau)
+        return memory_line(points, plateau)
     return profile.memory.base_bytes, profile.memory.per_sample_bytes
+
+
+def turn_anchored_line(
+    points: Sequence[Sequence[float]], turn_points: Sequence[Sequence[float]], plateau: float
+) -> tuple[float, float]:
+    """``(intercept, slope)`` of the forward-and-backward peak with the intercept measured at the checkpointed
+    turn: the line through ``turn_points`` (the peak at the turn from forward to backward with every block
+    checkpointed, which no gradient exists yet to lift onto the plateau) has the same intercept as the turn
+    without checkpointing (parameters, optimizer state, ``W``); only the activations differ. The slope is then
+    the least-squares slope through that intercept of the forward peaks the turn reaches above the plateau:
+    starting from the largest batch's, a point counts where the line so far puts the turn above the plateau
+    (a peak below it is the end of backward, whatever it measured). A model whose activations are small
+    against its state (a residual MLP tower: the turn leaves the plateau only past batch 4) had its plateau
+    points lift the free line's intercept by about 12 MB, every prediction with it."""
+    intercept, _ = memory_line(turn_points, 0.0)
+    pts = sorted((float(b), float(v)) for b, v in points)
+    used = [pts[-1]]
+    for _ in range(len(pts)):
+        slope = sum(b * (v - intercept) for b, v in used) / sum(b * b for b, _ in used)
+        reach = [(b, v) for b, v in pts if intercept + slope * b > plateau * (1.0 + PLATEAU_MARGIN)]
+        if not reach or reach == used:
+            break
+        used = reach
+    return intercept, max(slope, 0.0)
 
 
 def memory_inputs(profile: Profile) -> MemoryInputs:
@@ -434,16 +467,16 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
     block = inputs.param_bytes_each * inputs.max_unit_numel
     best: MemoryBreakdown | None = None
     for k in sorted({0, 1, n - 2, n - 1} & set(range(n))):
-        done = _done_bytes(inputs, k, block)
+        done, own = _done_bytes(inputs, k, block), _own_bytes(inputs, k, block)
         if options.strategy == "ddp":
-            parts = (inputs.param_bytes, done, inputs.optimizer_bytes, inputs.param_bytes)
+            parts = (inputs.param_bytes, done + own, inputs.optimizer_bytes, inputs.param_bytes)
         else:
             d = float(options.shard_size)
             gathered = inputs.compute_param_bytes_each * (
                 inputs.root_numel + inputs.max_unit_numel * (2 if k >= 1 else 1)
             )
             reducing = block if k <= n - 2 else 0.0
-            parts = (inputs.param_bytes / d + gathered, done / d, inputs.optimizer_bytes / d, reducing)
+            parts = (inputs.param_bytes / d + gathered, done / d + own, inputs.optimizer_bytes / d, reducing)
         params, grads, optimizer, buffers = parts
         here = MemoryBreakdown(
             params, grads, optimizer, per_sample * batch, buffers, inputs.workspace_bytes, "backward"
@@ -451,6 +484,14 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
         if best is None or here.total_bytes > best.total_bytes:
             best = here
     return best
+
+
+def _own_bytes(inputs: MemoryInputs, k: int, block: float) -> float:
+    """Block ``k``'s own gradient as backward accumulates it, unsharded: its size where the profile lists the
+    blocks, else the largest block's."""
+    if len(inputs.block_numels) == inputs.n_blocks:
+        return inputs.param_bytes_each * float(inputs.block_numels[k])
+    return block
 
 
 def _done_bytes(inputs: MemoryInputs, k: int, block: float) -> float:
