@@ -8,7 +8,9 @@ each is the most bytes the allocator held, counted from the start, inside the ph
 worker threads (where FSDP2's collectives release their buffers) are not in the profiler's record, so the
 count only rises; it read 10-40 % above the tracker, differently on each rank. Rank 0 prints every rank's
 peaks as one JSON line. Environment: ``FSDP_MEMORY_MODEL`` (a factory, ``module:name``),
-``FSDP_MEMORY_BATCH`` (local batch), and the ``SRIFTY_*`` strategy variables of ``srifty.torch.fsdp``.
+``FSDP_MEMORY_BATCH`` (local batch), ``FSDP_MEMORY_COUNTER=1`` (FSDP/HSDP read by the allocator counter too:
+an upper bound, for :func:`benchmarks.fsdp_memory.counter_check`), and the ``SRIFTY_*`` strategy variables of
+``srifty.torch.fsdp``.
 """
 
 import importlib
@@ -43,7 +45,7 @@ def main() -> None:
         (loss_fn(run.model(inputs), target) * run.loss_scale).backward()
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    if run.parallelism != "ddp":
+    if run.parallelism != "ddp" and not os.environ.get("FSDP_MEMORY_COUNTER"):
         prof.stop()
         peaks = fsdp_tracked(run.model, optimizer, lambda: loss_fn(run.model(inputs), target) * run.loss_scale)
         report(peaks)
