@@ -146,12 +146,39 @@ def main() -> None:
         note = (f", without the CPU lock on the busy machine (1-minute load average {load_before:.1f} at the start, "
                 f"{os.getloadavg()[0]:.1f} at the end): the solve times are upper bounds, not the quiet-machine "
                 "figure; the plans do not depend on the load")  # fmt: skip
-    write_section(SECTION, render(rows, machine_description(), command, note))
     import json
 
     from srifty.artifacts import atomic_write_text
 
-    atomic_write_text(ROOT / "benchmarks" / "results" / "fsdp_plan.json", json.dumps(rows, indent=1))
+    saved = ROOT / "benchmarks" / "results" / "fsdp_plan.json"
+    previous = json.loads(saved.read_text()) if saved.is_file() else []
+    write_section(SECTION, render(rows, machine_description(), command, note) + before_lines(previous, rows))
+    atomic_write_text(saved, json.dumps(rows, indent=1))
+
+
+def before_lines(previous: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
+    """What moved since the previous run's results: solve times, chosen plans, and the per-type memory used."""
+    old = {(r["spec"], r["goal"]): r for r in previous}
+    pairs = [(old[(r["spec"], r["goal"])], r) for r in rows if (r["spec"], r["goal"]) in old]
+    if not pairs:
+        return ""
+    solves = ", ".join(
+        f"{r['spec']} {r['goal']} {o['solve_median_s']:.2f} -> {r['solve_median_s']:.2f} s" for o, r in pairs
+    )
+
+    def chosen(row: dict[str, Any]) -> str | None:
+        return None if row["best"] is None else row["best"]["config"]
+
+    moved = [f"{r['spec']} {r['goal']}: {chosen(o)} -> {chosen(r)}" for o, r in pairs if chosen(o) != chosen(r)]
+    deltas = [
+        r["by_type"][t]["memory_gib"] - o["by_type"][t]["memory_gib"]
+        for o, r in pairs
+        for t in r["by_type"]
+        if t in o["by_type"] and r["by_type"][t]["config"] == o["by_type"][t]["config"]
+    ]
+    memory = f"GPU memory used per type {min(deltas):+.1f} to {max(deltas):+.1f} GiB" if deltas else ""
+    plans = "; ".join(moved) if moved else "every chosen plan the same"
+    return f"\n\nBefore (the previous run's results file): solve {solves}; {plans}; {memory}."
 
 
 if __name__ == "__main__":
