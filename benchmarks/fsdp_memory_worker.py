@@ -85,6 +85,12 @@ def fsdp_tracked(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss:
                     optimizer.step()
         peak = tracker.get_tracker_snapshot("peak")
         out[f"{phase}_bytes"] = float(sum(stats.get("Total", 0) for stats in peak.values()))
+        parts: dict[str, float] = {}
+        for stats in peak.values():  # what the tracker saw at its peak, by kind (activations, temporaries, ...)
+            for kind, held in stats.items():
+                if kind != "Total":
+                    parts[str(getattr(kind, "value", kind))] = parts.get(str(getattr(kind, "value", kind)), 0.0) + held
+        out[f"{phase}_parts_bytes"] = parts  # type: ignore[assignment]
     return out
 
 

@@ -383,3 +383,37 @@ def test_done_gradients_are_the_finished_blocks_own_sizes_never_more_than_the_pa
     unknown = dataclasses.replace(inputs, block_numels=())
     old = backward_peak(unknown, gpu_options("ddp"), batch=1)
     assert old is not None and old.gradients_bytes == pytest.approx(4.0 * 6 * 30e6)  # the largest, six times
+
+
+def test_the_checkpointed_walk_bounds_the_activations_held_beside_more_gradients_than_it_held() -> None:
+    """issue 25's blind conv_tower: the one process's checkpointed blocks'-backward peak came at the first block
+    backward (every block's input still held, no gradient yet), so beside more gradients the activations are
+    what that peak leaves: ``A·b − (G_k − G*)``."""
+    options = gpu_options("fsdp", 8, checkpointing=True)
+    unknown = backward_peak(_inputs(), options, 1)
+    assert unknown is not None and unknown.total_bytes == pytest.approx(4.15e9)  # block 1, with A·b = 3e8
+    # G* = every gradient: the walk peaked at the first block, nothing to bound
+    every = backward_peak(_inputs(checkpointed_walk_gradient_bytes=16 * 2e8), options, 1)
+    assert every == unknown
+    # G* = 0: at block 1, 15 blocks' gradients (3e9) exceed it, so no activation is left beside them
+    none = backward_peak(_inputs(checkpointed_walk_gradient_bytes=0.0), options, 1)
+    assert none is not None and none.activations_bytes == 0.0
+    assert none.total_bytes == pytest.approx(4.15e9 - 3e8)
+    ddp = backward_peak(_inputs(checkpointed_walk_gradient_bytes=0.0), MemoryOptions("ddp", 1, True), 1)
+    assert ddp is not None and ddp.total_bytes == pytest.approx(4e9 + 16 * 2e8 + 8e9 + 4e9 + 1e9)
+    # without checkpointing the walk says nothing
+    plain = backward_peak(_inputs(checkpointed_walk_gradient_bytes=0.0), gpu_options("fsdp", 8), 1)
+    assert plain == backward_peak(_inputs(), gpu_options("fsdp", 8), 1)
+
+
+def test_the_walk_gradients_are_read_off_the_walk_line() -> None:
+    mib = 2**20
+    profile = synthetic_profile(param_mib=(64.0, 64.0)).with_changes(optimizer="adam")
+    state = 384.0 * mib
+    forward = [[4, state + 4 * 30 * mib], [8, state + 8 * 30 * mib]]
+    turn = [[4, state + 4 * 2 * mib], [8, state + 8 * 2 * mib]]
+    walk = [[4, state + 10 * mib + 4 * 130 * mib], [8, state + 10 * mib + 8 * 130 * mib]]  # 10 MiB of gradients
+    extra = {"forward_memory_points": forward, "checkpointed_turn_memory_points": turn}
+    inputs = memory_inputs(profile.with_changes(extra={**extra, "checkpointed_blocks_memory_points": walk}))
+    assert inputs.checkpointed_walk_gradient_bytes == pytest.approx(10 * mib)
+    assert memory_inputs(profile.with_changes(extra=extra)).checkpointed_walk_gradient_bytes is None

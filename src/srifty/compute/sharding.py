@@ -45,7 +45,14 @@ sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each: ``(P·p
 buckets, block ``k``'s gradient and the gradients of the blocks done: ``2·P·p + P·o + (n−k)·p·U_max + W +
 A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in {0,
 1, n−2, n−1} suffices). Block ``k``'s own gradient was left out until two blind models (issue 25) showed the
-small-batch FSDP peaks under-predicted by about one block's gradient. Not counted: the root's gradients made
+small-batch FSDP peaks under-predicted by about one block's gradient. Under checkpointing, the profile's line
+through the one process's blocks'-backward peaks (``extra["checkpointed_blocks_memory_points"]``) also tells
+which moment it measured: its intercept less the state and ``W`` is the gradients held then, ``G*``
+(``checkpointed_walk_gradient_bytes``). At a block whose gradients exceed ``G*`` the activations are bounded
+by that peak: ``A·b − (G_k − G*)``; the block nearest ``G*`` joins the moments weighed. Without it, a model
+whose checkpointed inputs are a large share of its activations (a convolutional tower, issue 25's blind round
+2: every block's input still held when the first block backward runs, few gradients yet) was priced with its
+largest activations beside every gradient. Not counted: the root's gradients made
 before the blocks' (the head's), (``W`` is measured at the turn, before any gradient). Without
 checkpointing the same moments are priced with the checkpointed ``A`` (what backward holds at least:
 checkpointing only frees activations), or with ``W`` alone where that was not measured; there the turn from
@@ -222,6 +229,9 @@ class MemoryInputs:
             runs the blocks (in profiles that measured the turn apart; else the larger of both moments).
         checkpointed_turn_per_sample_bytes: ``A`` with each block checkpointed at the turn from forward to
             backward, where the profile measured it apart.
+        checkpointed_walk_gradient_bytes: ``G*``, the gradients the one process held at its checkpointed
+            blocks'-backward peak (that line's intercept less parameters, optimizer state, cast copy and ``W``),
+            where the profile measured the walk apart.
         step_makes_temporaries: the optimizer's step allocates temporaries (Adam's ``sqrt`` of its second
             moment); SGD with momentum updates in place.
         block_numels: each block's parameters, in model order (backward runs them last to first); empty where
@@ -242,6 +252,7 @@ class MemoryInputs:
     step_makes_temporaries: bool = True
     block_numels: tuple[int, ...] = ()
     checkpointed_turn_per_sample_bytes: float | None = None
+    checkpointed_walk_gradient_bytes: float | None = None
 
     @property
     def n_blocks(self) -> int:
@@ -353,6 +364,11 @@ def memory_inputs(profile: Profile) -> MemoryInputs:
     workspace = max(intercept - param_bytes - optimizer - cast_cache, 0.0)
     ckpt = profile.extra.get("checkpointed_per_sample_bytes") if profile.extra else None
     turn = profile.extra.get("checkpointed_turn_per_sample_bytes") if profile.extra else None
+    walk = profile.extra.get("checkpointed_blocks_memory_points") if profile.extra else None
+    walk_gradients = None
+    if walk and len({int(b) for b, _ in walk}) >= 2:
+        walk_intercept = memory_line(walk, plateau_bytes(param_bytes, optimizer))[0]
+        walk_gradients = min(max(walk_intercept - param_bytes - optimizer - cast_cache - workspace, 0.0), param_bytes)
     return MemoryInputs(
         n_params=profile.n_params,
         param_bytes=param_bytes,
@@ -368,6 +384,7 @@ def memory_inputs(profile: Profile) -> MemoryInputs:
         step_makes_temporaries=profile.optimizer != "sgd",
         block_numels=tuple(blocks),
         checkpointed_turn_per_sample_bytes=None if turn is None else float(turn),
+        checkpointed_walk_gradient_bytes=walk_gradients,
     )
 
 
@@ -466,8 +483,15 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
     per_sample = _backward_per_sample(inputs, options)
     block = inputs.param_bytes_each * inputs.max_unit_numel
     best: MemoryBreakdown | None = None
-    for k in sorted({0, 1, n - 2, n - 1} & set(range(n))):
+    moments = {0, 1, n - 2, n - 1} & set(range(n))
+    walk_gradients = inputs.checkpointed_walk_gradient_bytes if options.checkpointing else None
+    if walk_gradients is not None:
+        moments.add(_walk_moment(inputs, block))
+    for k in sorted(moments):
         done, own = _done_bytes(inputs, k, block), _own_bytes(inputs, k, block)
+        activations = per_sample * batch
+        if walk_gradients is not None:  # the one process's walk peak bounds what else it held with more gradients
+            activations = max(activations - max(done + own - walk_gradients, 0.0), 0.0)
         if options.strategy == "ddp":
             parts = (inputs.param_bytes, done + own, inputs.optimizer_bytes, inputs.param_bytes)
         else:
@@ -478,12 +502,20 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
             reducing = block if k <= n - 2 else 0.0
             parts = (inputs.param_bytes / d + gathered, done / d + own, inputs.optimizer_bytes / d, reducing)
         params, grads, optimizer, buffers = parts
-        here = MemoryBreakdown(
-            params, grads, optimizer, per_sample * batch, buffers, inputs.workspace_bytes, "backward"
-        )
+        here = MemoryBreakdown(params, grads, optimizer, activations, buffers, inputs.workspace_bytes, "backward")
         if best is None or here.total_bytes > best.total_bytes:
             best = here
     return best
+
+
+def _walk_moment(inputs: MemoryInputs, block: float) -> int:
+    """The block ``k`` at whose backward the profile's checkpointed walk peaked: the one whose gradients (those
+    done and its own) come nearest those the walk's line holds at its intercept."""
+    held = inputs.checkpointed_walk_gradient_bytes or 0.0
+    return min(
+        range(inputs.n_blocks),
+        key=lambda k: abs(_done_bytes(inputs, k, block) + _own_bytes(inputs, k, block) - held),
+    )
 
 
 def _own_bytes(inputs: MemoryInputs, k: int, block: float) -> float:
