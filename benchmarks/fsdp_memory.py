@@ -49,6 +49,7 @@ MODELS = {
     "res_mlp": ("benchmarks.fsdp_memory:res_mlp", ("--max-batch", "8")),
     "wide_vocab_decoder": ("benchmarks.fsdp_memory:wide_vocab_decoder", ("--max-batch", "8")),
     "conv_tower": ("benchmarks.fsdp_memory:conv_tower", ("--max-batch", "8")),
+    "staged_resnet": ("benchmarks.fsdp_memory:staged_resnet", ("--max-batch", "8")),
 }
 #: (strategy, ranks, shard group, checkpointing)
 LAYOUTS = [
@@ -72,10 +73,12 @@ COUNTER_RUNS = 3
 HELD_OUT = "deep_decoder"
 #: Rounds of blind models: each round's models were added after the memory model last changed, and every case
 #: of theirs predicted and committed (the round's file) before any was measured. Round 1's misses (res_mlp)
-#: changed the model at 4c797bd, so only round 2 is blind to the model as it stands.
+#: changed the model at 4c797bd and round 2's (conv_tower) at 7a1fbbb, so only round 3 is blind to the model as it
+#: stands.
 BLIND_ROUNDS = {
     "fsdp_memory_blind_predictions.json": ("res_mlp", "wide_vocab_decoder"),
     "fsdp_memory_blind_predictions_2.json": ("conv_tower",),
+    "fsdp_memory_blind_predictions_3.json": ("staged_resnet",),
 }
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 #: What identifies a row across runs.
@@ -163,6 +166,50 @@ def conv_tower() -> Any:
     return ConvTower(), make_batch, nn.functional.cross_entropy
 
 
+def staged_resnet() -> Any:
+    """Round 3's blind model: a small ResNet in three stages on 32×32 images (seeded random images and labels):
+    a stem to 32 channels, then blocks of unequal size whose activations shrink with depth (32 channels at
+    32×32, two blocks; a strided block to 64 at 16×16 and one more; a strided block to 128 at 8×8), each two
+    3×3 convolutions with batch norm (a 1×1 strided shortcut where the shape changes), in ``layers``; global
+    pooling and a 10-way head. About 0.40 M parameters."""
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, inp: int, out: int, stride: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(inp, out, 3, stride=stride, padding=1, bias=False)
+            self.norm1 = nn.BatchNorm2d(out)
+            self.conv2 = nn.Conv2d(out, out, 3, padding=1, bias=False)
+            self.norm2 = nn.BatchNorm2d(out)
+            self.shortcut = nn.Conv2d(inp, out, 1, stride=stride, bias=False) if stride > 1 else nn.Identity()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(self.norm1(self.conv1(x)))
+            return torch.relu(self.shortcut(x) + self.norm2(self.conv2(y)))
+
+    class StagedResNet(nn.Module):
+        def __init__(self, classes: int = 10) -> None:
+            super().__init__()
+            self.stem = nn.Conv2d(3, 32, 3, padding=1)
+            shapes = [(32, 32, 1), (32, 32, 1), (32, 64, 2), (64, 64, 1), (64, 128, 2)]
+            self.layers = nn.ModuleList(Block(i, o, s) for i, o, s in shapes)
+            self.head = nn.Linear(128, classes)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = torch.relu(self.stem(x))
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(x.mean(dim=(2, 3)))
+
+    torch.manual_seed(0)
+
+    def make_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
+
+    return StagedResNet(), make_batch, nn.functional.cross_entropy
+
+
 def wide_vocab_decoder() -> Any:
     """A blind held-out model whose root outweighs its blocks: a decoder of vocab 16384 and width 128, 3 blocks,
     96 tokens (about 4.8 M parameters, a root of 4.2 M: the embedding and the untied head; logits of 6 MiB a
@@ -182,6 +229,23 @@ def profile(model: str) -> Path:
         cmd += [*args, "--optimizer", "adam", "--threads", "1", "--checkpointing", "--no-op-counts"]
         subprocess.run([*cmd, "--out", str(path)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return path
+
+
+def tracker_check(model: str) -> list[dict[str, Any]]:
+    """In one process (where the allocator counter is exact), the counter against torch's tensor tracker, per
+    batch, with and without checkpointing: how much the tracker ``FSDPMemTracker`` builds on misses."""
+    rows = []
+    for checkpointing in (False, True):
+        for batch in BATCHES:
+            cmd = [sys.executable, "benchmarks/fsdp_memory_worker.py", "--tracker-check", MODELS[model][0]]
+            cmd += [str(batch), "1" if checkpointing else "0"]
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+            done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=True)
+            line = next(x for x in done.stdout.splitlines() if x.startswith("TRACKER "))
+            row = {"model": model, "checkpointing": checkpointing, "local_batch": batch}
+            rows.append({**row, **json.loads(line.removeprefix("TRACKER "))})
+            print(model, checkpointing, batch, rows[-1], flush=True)
+    return rows
 
 
 def counter_check(model: str) -> list[dict[str, Any]]:
@@ -365,7 +429,11 @@ def render(results: dict[str, Any]) -> str:
         "state), and `wide_vocab_decoder`, a root of embedding and head four times its blocks. res_mlp's misses",
         "changed the model at 4c797bd (the intercept from the checkpointed turn, block k's own gradient in",
         "backward), so it is blind no more. Blind round 2 (predicted at e5edba3 with 4c797bd's model, committed",
-        "before measuring): `conv_tower`, a convolutional residual tower whose activations outweigh its state.",
+        "before measuring): `conv_tower`, a convolutional residual tower whose activations outweigh its state; its",
+        "checkpointed misses changed the model at 7a1fbbb (activations beside more gradients than the one process",
+        "held at its checkpointed peak are bounded by that peak). Blind round 3 (predicted with 7a1fbbb's model,",
+        "committed before measuring): `staged_resnet`, a three-stage ResNet whose blocks differ in size and whose",
+        "activations shrink with depth.",
         "Predictions files: `benchmarks/results/fsdp_memory_blind_predictions*.json` (`--predict-blind`).",
         "The phase is the moment the model predicts as the peak: the turn from forward to backward, a block's",
         "backward, or the optimizer step.",
@@ -391,6 +459,7 @@ def render(results: dict[str, Any]) -> str:
         *_missed(rows),
         *_measured_at(rows, results["machine"]),
         *_counter_lines(results),
+        *_tracker_lines(results),
     ]
     if results.get("predicted_at"):
         lines += [
@@ -467,6 +536,30 @@ def _blind_round(rows: list[dict[str, Any]], committed: dict[str, Any], models: 
     return lines
 
 
+def _tracker_lines(results: dict[str, Any]) -> list[str]:
+    """One process: the exact allocator counter against the tensor tracker, where checked."""
+    checks = results.get("tracker_check", [])
+    if not checks:
+        return []
+    lines = [
+        "",
+        f"The tracker checked (`--tracker-check MODEL`, at {_commit(results.get('tracker_check_machine', ''))}): "
+        "one process, no process group, one forward-and-backward after two warm-up iterations, read by the CPU "
+        "allocator's counter (exact in one process: no gloo thread frees anything) and by torch's `MemTracker` "
+        "(the tensor tracker `FSDPMemTracker` extends).",
+        "",
+        "| model | checkpointing | local batch | counter MiB (exact) | tracker MiB | tracker under by |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in checks:
+        counter, tracker = c["counter_bytes"] / 2**20, c["tracker_bytes"] / 2**20
+        lines.append(
+            f"| {c['model']} | {'yes' if c['checkpointing'] else 'no'} | {c['local_batch']} | {counter:.1f} | "
+            f"{tracker:.1f} | {100 * (1 - tracker / counter):.1f} % |"
+        )
+    return lines
+
+
 def _counter_lines(results: dict[str, Any]) -> list[str]:
     """The allocator counter's reading of FSDP x2 beside the tracker's and the prediction, where measured."""
     checks = results.get("counter_check", [])
@@ -537,6 +630,9 @@ def main() -> None:
         "--counter-check", metavar="MODEL", choices=list(MODELS), help="FSDP x2 of MODEL by the allocator counter"
     )
     parser.add_argument(
+        "--tracker-check", metavar="MODEL", choices=list(MODELS), help="one process: counter against the tracker"
+    )
+    parser.add_argument(
         "--repredict",
         action="store_true",
         help="predict every saved measurement again with this commit's model (no new measurement)",
@@ -551,6 +647,12 @@ def main() -> None:
         return
     if args.from_results:
         results = json.loads(RESULTS.read_text())
+    elif args.tracker_check:
+        results = json.loads(RESULTS.read_text())
+        kept = [r for r in results.get("tracker_check", []) if r["model"] != args.tracker_check]
+        results["tracker_check"] = kept + tracker_check(args.tracker_check)
+        results["tracker_check_machine"] = machine_description()
+        atomic_write_text(RESULTS, json.dumps(results, indent=1))
     elif args.counter_check:
         results = json.loads(RESULTS.read_text())
         kept = [r for r in results.get("counter_check", []) if r["model"] != args.counter_check]

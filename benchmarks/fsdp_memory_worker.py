@@ -106,5 +106,58 @@ def report(peaks: dict) -> None:
     os._exit(0)  # torch 2.14's gloo can abort in C++ destructors at exit
 
 
+def tracker_check(factory: str, batch: int, checkpointing: bool) -> None:
+    """One process, no process group: one forward-and-backward's peak read by the CPU allocator's counter (exact
+    here: no gloo thread frees anything) and by torch's ``MemTracker`` (the tensor tracker ``FSDPMemTracker``
+    extends), printed as one JSON line. Where the two differ, the tracker misses allocations made inside
+    operators."""
+    from torch.distributed._composable import checkpoint
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from srifty.torch.fsdp import block_names
+
+    torch.set_num_threads(1)
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    prof.start()
+    module, name = factory.split(":")
+    model, make_batch, loss_fn = getattr(importlib.import_module(module), name)()
+    if checkpointing:
+        for block in block_names(model):
+            checkpoint(model.get_submodule(block))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+    inputs, target = make_batch(batch)
+    for _ in range(2):
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(inputs), target).backward()
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    with record_function(PHASES[0]):
+        loss_fn(model(inputs), target).backward()
+    prof.stop()
+    assert prof.profiler is not None and prof.profiler.kineto_results is not None
+    events = sorted(prof.profiler.kineto_results.events(), key=lambda e: e.start_ns())
+    start, end = next((e.start_ns(), e.end_ns()) for e in events if e.name() == PHASES[0])
+    held, counter = 0.0, 0.0
+    for event in events:
+        if event.name() == "[memory]":
+            held += float(event.nbytes())  # type: ignore[attr-defined]
+            if start <= event.start_ns() <= end:
+                counter = max(counter, held)
+    optimizer.zero_grad(set_to_none=True)
+    tracker = MemTracker()
+    tracker.track_external(model, optimizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tracker:
+            loss_fn(model(inputs), target).backward()
+    tracked = float(sum(stats.get("Total", 0) for stats in tracker.get_tracker_snapshot("peak").values()))
+    print("TRACKER " + json.dumps({"counter_bytes": counter, "tracker_bytes": tracked}), flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:2] == ["--tracker-check"]:
+        tracker_check(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
+    else:
+        main()
