@@ -244,6 +244,24 @@ def assert_every_drop_is_sound(dropped: tuple[PrunedType, ...], full: Plan) -> N
         True,
     )
 )
+@example(  # found by hypothesis: a spot price (2.0) above the on-demand one (1.0), whose on-demand fallback made a
+    # spot configuration cheaper than the bound that priced its VMs at the spot price
+    case=(
+        [
+            Offer(zoned("t4.1x.0", "T4", 1, on_demand=1.0, gbps=10.0), "on_demand", 1),
+            Offer(zoned("t4.4x.1", "T4", 4, on_demand=1.0, spot={"test-1a": 2.0}, gbps=10.0), "spot", 1),
+            Offer(zoned("t4.4x.1", "T4", 4, on_demand=1.0, spot={"test-1a": 2.0}, gbps=10.0), "on_demand", 1),
+        ],
+        {
+            "goal": "min_cost",
+            "global_batch": 32,
+            "confidence": 0.5,
+            "overheads": {"vm_launch_s": 150.0, "checkpoint_restore_s": 5.0},
+            "deadline_s": 203.0,
+        },
+        True,
+    )
+)
 @example(  # a deadline that the compute floor meets but the launch's spread does not at confidence 0.99
     case=(
         [Offer(zoned("v100.4x.0", "V100", 4, on_demand=12.0, spot={"test-1a": 4.0}), "spot", 4)],

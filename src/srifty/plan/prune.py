@@ -29,8 +29,9 @@ profile's mean less four standard errors of the simulator's sample mean, so the 
 undercut it in practice.
 
 Spot risk (on-demand fallback, waits for capacity, losses) is otherwise left out of the bounds: they price
-spot VMs at their bare compute cost, which stays a lower bound (a spot configuration's expected cost and time
-are never below it) but a loose one. A sound bound with the fallback's cost or the start wait in it needs a
+spot VMs at their bare compute cost (at the lower of the spot and on-demand prices: the fallback runs
+on-demand), which stays a lower bound (a spot configuration's expected cost and time are never below it) but a
+loose one. A sound bound with the fallback's cost or the start wait in it needs a
 floor under the tail of the delay distribution (:func:`srifty.spot.losses.delay_nodes`, a moment-matched
 log-normal), whose log-spread no instance type alone bounds usefully.
 """
@@ -173,7 +174,7 @@ def _bounds(problem: PlanProblem, floor_s: FloorFn) -> _Bounds:
     n, big_b = problem.iterations, problem.global_batch
     rows = [(i, c, b) for i, c in enumerate(problem.candidates) for b in c.batches]
     times = np.array([n * floor_s(c, b) + problem.overhead_s for _, c, b in rows])
-    per_sample = np.array([c.price_usd_per_hour / (SECONDS_PER_HOUR * c.gpus * b) for _, c, b in rows])
+    per_sample = np.array([_price_floor(c) / (SECONDS_PER_HOUR * c.gpus * b) for _, c, b in rows])
     samples = np.array([c.gpus * b for _, c, b in rows], dtype=float)
     owner = np.array([i for i, _, _ in rows], dtype=int)
     k = len(problem.candidates)
@@ -189,6 +190,16 @@ def _bounds(problem: PlanProblem, floor_s: FloorFn) -> _Bounds:
     np.minimum.at(lb_time, owner, times)
     np.minimum.at(lb_cost, owner, cost)
     return _Bounds(lb_time, lb_cost)
+
+
+def _price_floor(cand: Candidate) -> float:
+    """The least a VM of ``cand`` can cost an hour: a spot VM's part of the job may run on the on-demand
+    fallback, so its floor is the lower of its spot and on-demand prices (a spot price above the on-demand one
+    exists: hypothesis found the bound unsound there)."""
+    on_demand = cand.instance.on_demand_usd_per_hour
+    if cand.market == "spot" and on_demand is not None:
+        return min(cand.price_usd_per_hour, on_demand)
+    return cand.price_usd_per_hour
 
 
 def _problem_bound(problem: PlanProblem, bounds: _Bounds, keep: Sequence[bool]) -> float:
