@@ -205,6 +205,9 @@ class _PlateauTrainer:
         blocks = max(self.plateau * 1.001, self.blocks[0] + self.blocks[1] * batch)
         return self.turn[0] + self.turn[1] * batch, blocks
 
+    def block_walk_peaks(self, batch: int, blocks: list[torch.nn.Module]) -> list[float]:
+        return []  # not measured: the memory model keeps the walk's one line
+
     def release(self) -> None:
         self.released += 1
 
@@ -267,6 +270,20 @@ def test_the_checkpointed_peak_is_split_where_backward_reaches_the_last_block() 
     peaks = allocator_phase_peaks({"run": phase})
     assert peaks["run.before_mark"] == pytest.approx(2**20, rel=0.01)
     assert peaks["run.after_mark"] == peaks["run"] == pytest.approx(4 * 2**20, rel=0.01)
+    assert peaks["run.mark0"] == peaks["run.after_mark"]  # one mark: its stretch runs to the end
+
+    def two_marks() -> None:
+        kept.append(torch.ones(2**18))
+        mark()
+        kept.append(torch.ones(3 * 2**18))
+        kept.clear()
+        mark()
+        kept.append(torch.ones(2 * 2**18))
+        kept.clear()
+
+    split = allocator_phase_peaks({"run": two_marks})
+    assert split["run.mark0"] == pytest.approx(4 * 2**20, rel=0.01)
+    assert split["run.mark1"] == pytest.approx(2 * 2**20, rel=0.01)
     assert set(allocator_phase_peaks({"quiet": lambda: None})) == {"quiet"}  # no mark: no split
 
     trainer = _Trainer(build_workload("srifty.compute.zoo:tiny_decoder"), ProfileOptions(threads=1))
@@ -275,3 +292,8 @@ def test_the_checkpointed_peak_is_split_where_backward_reaches_the_last_block() 
         checkpoint(trainer.model.get_submodule(f"layers.{i}"))
     turn, blocks = trainer.turn_and_blocks_peaks(2, trainer.model.get_submodule("layers.3"))
     assert 0 < turn < blocks and max(turn, blocks) == trainer.phase_peaks(2)[0]
+    # every block's own stretch of the walk: four peaks in model order, the highest the walk's own
+    modules = [trainer.model.get_submodule(f"layers.{i}") for i in range(4)]
+    walk = trainer.block_walk_peaks(2, modules)
+    assert len(walk) == 4 and all(v > 0 for v in walk)
+    assert max(walk) == pytest.approx(blocks, rel=0.02)

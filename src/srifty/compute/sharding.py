@@ -45,7 +45,14 @@ sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each: ``(P·p
 buckets, block ``k``'s gradient and the gradients of the blocks done: ``2·P·p + P·o + (n−k)·p·U_max + W +
 A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in {0,
 1, n−2, n−1} suffices). Block ``k``'s own gradient was left out until two blind models (issue 25) showed the
-small-batch FSDP peaks under-predicted by about one block's gradient. Under checkpointing, the profile's line
+small-batch FSDP peaks under-predicted by about one block's gradient. Where the profile lists every block's
+size (blocks of unequal size: a ResNet's stages), the gathered, prefetched and reducing blocks are the blocks
+themselves, not the largest, and every ``k`` is weighed. Where the profile measured the one process's peak
+while backward ran each block (``extra["checkpointed_block_walk_points"]``), the activations at block ``k``
+are that block's own line through the batches: what the process held beyond its state, ``W`` and the
+gradients of blocks ``k …`` (:func:`_block_lines`; issue 25's blind round 3, a staged ResNet whose early
+blocks hold the most activations and whose last block is the largest). Otherwise, under checkpointing, the
+profile's line
 through the one process's blocks'-backward peaks (``extra["checkpointed_blocks_memory_points"]``) also tells
 which moment it measured: its intercept less the state and ``W`` is the gradients held then, ``G*``
 (``checkpointed_walk_gradient_bytes``). At a block whose gradients exceed ``G*`` the activations are bounded
@@ -232,6 +239,10 @@ class MemoryInputs:
         checkpointed_walk_gradient_bytes: ``G*``, the gradients the one process held at its checkpointed
             blocks'-backward peak (that line's intercept less parameters, optimizer state, cast copy and ``W``),
             where the profile measured the walk apart.
+        checkpointed_block_lines: per block (model order), ``(intercept, slope)`` in bytes and bytes a sample
+            of what the one process held while backward ran that block, beyond its parameters, optimizer state,
+            cast copy, ``W`` and the gradients of that block and those done (recomputed and checkpointed
+            activations, the root's gradients, temporaries), where the profile measured every block's walk.
         step_makes_temporaries: the optimizer's step allocates temporaries (Adam's ``sqrt`` of its second
             moment); SGD with momentum updates in place.
         block_numels: each block's parameters, in model order (backward runs them last to first); empty where
@@ -253,6 +264,7 @@ class MemoryInputs:
     block_numels: tuple[int, ...] = ()
     checkpointed_turn_per_sample_bytes: float | None = None
     checkpointed_walk_gradient_bytes: float | None = None
+    checkpointed_block_lines: tuple[tuple[float, float], ...] = ()
 
     @property
     def n_blocks(self) -> int:
@@ -369,6 +381,7 @@ def memory_inputs(profile: Profile) -> MemoryInputs:
     if walk and len({int(b) for b, _ in walk}) >= 2:
         walk_intercept = memory_line(walk, plateau_bytes(param_bytes, optimizer))[0]
         walk_gradients = min(max(walk_intercept - param_bytes - optimizer - cast_cache - workspace, 0.0), param_bytes)
+    block_lines = _block_lines(profile, blocks, param_bytes + optimizer + cast_cache + workspace, each)
     return MemoryInputs(
         n_params=profile.n_params,
         param_bytes=param_bytes,
@@ -385,7 +398,27 @@ def memory_inputs(profile: Profile) -> MemoryInputs:
         block_numels=tuple(blocks),
         checkpointed_turn_per_sample_bytes=None if turn is None else float(turn),
         checkpointed_walk_gradient_bytes=walk_gradients,
+        checkpointed_block_lines=block_lines,
     )
+
+
+def _block_lines(
+    profile: Profile, blocks: Sequence[int], state_bytes: float, param_bytes_each: float
+) -> tuple[tuple[float, float], ...]:
+    """Per block, the line through what the one process held beyond its state (``state_bytes``) and the
+    gradients of that block and those done, while backward ran it (``extra["checkpointed_block_walk_points"]``);
+    empty where not measured at two batches or not for every block."""
+    points = profile.extra.get("checkpointed_block_walk_points") if profile.extra else None
+    if not points or len({int(b) for b, _ in points}) < 2 or any(len(peaks) != len(blocks) for _, peaks in points):
+        return ()
+    lines = []
+    for k in range(len(blocks)):
+        held = param_bytes_each * float(sum(blocks[k:]))
+        xs = [float(b) for b, _ in points]
+        ys = [float(peaks[k]) - state_bytes - held for _, peaks in points]
+        slope, intercept = np.polyfit(xs, ys, 1)
+        lines.append((float(intercept), max(float(slope), 0.0)))
+    return tuple(lines)
 
 
 @dataclass(frozen=True)
@@ -483,29 +516,43 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
     per_sample = _backward_per_sample(inputs, options)
     block = inputs.param_bytes_each * inputs.max_unit_numel
     best: MemoryBreakdown | None = None
-    moments = {0, 1, n - 2, n - 1} & set(range(n))
-    walk_gradients = inputs.checkpointed_walk_gradient_bytes if options.checkpointing else None
+    # blocks of unequal sizes: any block can be the peak; equal ones: the expression is linear in k
+    unequal = len(inputs.block_numels) == n and len(set(inputs.block_numels)) > 1
+    moments = set(range(n)) if unequal else {0, 1, n - 2, n - 1} & set(range(n))
+    lines = (
+        inputs.checkpointed_block_lines if options.checkpointing and len(inputs.checkpointed_block_lines) == n else ()
+    )
+    walk_gradients = inputs.checkpointed_walk_gradient_bytes if options.checkpointing and not lines else None
+    if lines:
+        moments = set(range(n))
     if walk_gradients is not None:
         moments.add(_walk_moment(inputs, block))
     for k in sorted(moments):
         done, own = _done_bytes(inputs, k, block), _own_bytes(inputs, k, block)
         activations = per_sample * batch
-        if walk_gradients is not None:  # the one process's walk peak bounds what else it held with more gradients
+        if lines:  # measured at this very block
+            activations = max(lines[k][0] + lines[k][1] * batch, 0.0)
+        elif walk_gradients is not None:  # the one process's walk peak bounds what else it held with more gradients
             activations = max(activations - max(done + own - walk_gradients, 0.0), 0.0)
         if options.strategy == "ddp":
             parts = (inputs.param_bytes, done + own, inputs.optimizer_bytes, inputs.param_bytes)
         else:
             d = float(options.shard_size)
-            gathered = inputs.compute_param_bytes_each * (
-                inputs.root_numel + inputs.max_unit_numel * (2 if k >= 1 else 1)
-            )
-            reducing = block if k <= n - 2 else 0.0
+            gathered = inputs.compute_param_bytes_each * (inputs.root_numel + _numel(inputs, k))
+            if k >= 1:
+                gathered += inputs.compute_param_bytes_each * _numel(inputs, k - 1)
+            reducing = inputs.param_bytes_each * _numel(inputs, k + 1) if k <= n - 2 else 0.0
             parts = (inputs.param_bytes / d + gathered, done / d + own, inputs.optimizer_bytes / d, reducing)
         params, grads, optimizer, buffers = parts
         here = MemoryBreakdown(params, grads, optimizer, activations, buffers, inputs.workspace_bytes, "backward")
         if best is None or here.total_bytes > best.total_bytes:
             best = here
     return best
+
+
+def _numel(inputs: MemoryInputs, k: int) -> int:
+    """Block ``k``'s parameters where the profile lists the blocks, else the largest block's."""
+    return inputs.block_numels[k] if len(inputs.block_numels) == inputs.n_blocks else inputs.max_unit_numel
 
 
 def _walk_moment(inputs: MemoryInputs, block: float) -> int:

@@ -46,7 +46,7 @@ def allocator_phase_peaks(phases: Mapping[str, Callable[[], object]]) -> dict[st
     """Run each phase in order under the profiler; the most bytes the CPU allocator held above its level at
     the start, within each phase (0 for a phase that allocated nothing). A phase in which :func:`mark` was
     called also gets ``"<phase>.before_mark"`` and ``"<phase>.after_mark"``: its peak before and from the first
-    mark."""
+    mark, and ``"<phase>.mark<i>"``: its peak from mark ``i`` (0 the first) to the next mark or its end."""
     prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
     with _quiet_stderr():  # the profiler's back end logs every start and stop on stderr
         prof.start()
@@ -63,10 +63,12 @@ def allocator_phase_peaks(phases: Mapping[str, Callable[[], object]]) -> dict[st
     }
     marks = [e.start_ns() for e in events if e.name() == _MARK]
     for name, (start, end) in list(windows.items()):
-        at = next((t for t in marks if start <= t <= end), None)
-        if at is not None:
-            windows[f"{name}.before_mark"] = (start, at - 1)
-            windows[f"{name}.after_mark"] = (at, end)
+        inside = [t for t in marks if start <= t <= end]
+        if inside:
+            windows[f"{name}.before_mark"] = (start, inside[0] - 1)
+            windows[f"{name}.after_mark"] = (inside[0], end)
+            for i, at in enumerate(inside):
+                windows[f"{name}.mark{i}"] = (at, inside[i + 1] - 1 if i + 1 < len(inside) else end)
     peaks = dict.fromkeys(windows, 0.0)
     held = 0.0
     for event in events:

@@ -11,7 +11,7 @@ import datetime as dt
 import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -237,6 +237,46 @@ class _Trainer:
         if "fwbw.after_mark" not in peaks:
             return alive + peaks["fwbw"], 0.0
         return alive + peaks["fwbw.before_mark"], alive + peaks["fwbw.after_mark"]
+
+    def block_walk_peaks(self, size: int, blocks: Sequence[torch.nn.Module]) -> list[float]:
+        """The forward-and-backward peak while backward runs each of ``blocks`` (in model order; backward runs
+        them last to first), in bytes: block ``k``'s from where backward reaches it to where it reaches block
+        ``k − 1`` (block 0's: to the end, the root's own backward included); no optimizer step."""
+        self.optimizer.zero_grad(set_to_none=True)
+        inputs, target = self.batch(size)
+        if self.is_cuda:
+            starts: list[float] = []
+
+            def at_block(module: torch.nn.Module, grad_output: object) -> None:
+                torch.cuda.synchronize(self.device)
+                starts.append(float(torch.cuda.max_memory_allocated(self.device)))
+                torch.cuda.reset_peak_memory_stats(self.device)
+
+            handles = [block.register_full_backward_pre_hook(at_block) for block in blocks]
+            try:
+                torch.cuda.synchronize(self.device)
+                torch.cuda.reset_peak_memory_stats(self.device)
+                self.forward_loss(inputs, target).backward()
+                torch.cuda.synchronize(self.device)
+            finally:
+                for handle in handles:
+                    handle.remove()
+            segments = [*starts[1:], float(torch.cuda.max_memory_allocated(self.device))]
+            return segments[::-1] if len(segments) == len(blocks) else []
+        from srifty.compute.measure.memevents import allocator_phase_peaks, mark
+
+        alive = live_bytes([*self.model.parameters(), *self.model.buffers(), *_tensors((inputs, target))])
+        alive += live_bytes(_tensors(list(self.optimizer.state.values())))
+        handles = [block.register_full_backward_pre_hook(lambda module, grad_output: mark()) for block in blocks]
+        try:
+            peaks = allocator_phase_peaks({"fwbw": lambda: self.forward_loss(inputs, target).backward()})
+        finally:
+            for handle in handles:
+                handle.remove()
+        keys = [f"fwbw.mark{i}" for i in range(len(blocks))]
+        if any(key not in peaks for key in keys):
+            return []
+        return [alive + peaks[key] for key in keys[::-1]]
 
     def release(self) -> None:
         """Drop cached batches and gradients, and return freed GPU memory to the allocator's pool."""
@@ -545,18 +585,19 @@ def measure_checkpointing(
     per-sample activation bytes and the backward's slowdown the memory model and the simulator use.
 
     The peak is measured apart before and after backward reaches the last block
-    (:meth:`_Trainer.turn_and_blocks_peaks`): the *turn* (forward, the loss and the head's backward: every
-    block's checkpointed input and the head's activations) and the *blocks' backward* (the inputs not yet
-    consumed and one recomputed block's activations), which grow by different amounts a sample (a wide
-    vocabulary's logits against a narrow block's activations) and which the memory model prices at different
-    moments. The blocks' backward ends on the plateau ``2·P·p + P·o`` (every gradient held), where its peak sits
-    at small batches whatever the batch; so the peaks are measured at the two probed batches of
-    :func:`work_batches`, then at doubled batches (at most :data:`CHECKPOINTED_EXTRA_PROBES`) until two of the
-    blocks' peaks lie above it, and its slope is :func:`~srifty.compute.sharding.memory_line`'s. The turn holds
-    no block's gradient: its slope is the line through all its peaks. A doubled batch is measured only where
-    the plain forward-and-backward line through ``plain_points`` (an upper bound: checkpointing only frees
-    activations) stays within ``ceiling_bytes`` (the CPU's memory limit; ``None`` on a GPU, where an out of
-    memory ends the doubling instead).
+    (:meth:`_Trainer.turn_and_blocks_peaks`): the *turn* (forward, the loss and the head's backward: every block's
+    checkpointed input and the head's activations) and the *blocks' backward* (the inputs not yet consumed and one
+    recomputed block's activations), which grow by different amounts a sample (a wide vocabulary's logits against a
+    narrow block's activations) and which the memory model prices at different moments. The blocks' backward ends on
+    the plateau ``2·P·p + P·o`` (every gradient held), where its peak sits at small batches whatever the batch. Each
+    block's own stretch of the walk is measured too (:meth:`_Trainer.block_walk_peaks`: from where backward reaches
+    it to where it reaches the block before), for the memory model to price each block's moment with what that
+    moment holds. The peaks are measured at the two probed batches of :func:`work_batches`, then at doubled batches
+    (at most :data:`CHECKPOINTED_EXTRA_PROBES`) until two of the blocks' peaks lie above it, and its slope is
+    :func:`~srifty.compute.sharding.memory_line`'s. The turn holds no block's gradient: its slope is the line
+    through all its peaks. A doubled batch is measured only where the plain forward-and-backward line through
+    ``plain_points`` (an upper bound: checkpointing only frees activations) stays within ``ceiling_bytes`` (the
+    CPU's memory limit; ``None`` on a GPU, where an out of memory ends the doubling instead).
 
     Runs last: the blocks stay checkpointed. Raises:
         ProfileError: the model has no repeated blocks to checkpoint.
@@ -594,8 +635,13 @@ def measure_checkpointing(
     turn: dict[int, float] = {}
     walk: dict[int, float] = {}
 
+    modules = [trainer.model.get_submodule(key) for key in blocks]
+    per_block: dict[int, list[float]] = {}
+
     def measure(batch: int) -> None:
         turn[batch], walk[batch] = trainer.turn_and_blocks_peaks(batch, last_block)
+        if peaks := trainer.block_walk_peaks(batch, modules):
+            per_block[batch] = peaks
 
     for b in (lo, hi):
         measure(b)
@@ -618,6 +664,8 @@ def measure_checkpointing(
         "checkpointed_forward_memory_points": [[b, max(turn[b], walk[b])] for b in sorted(walk)],
         "checkpointed_turn_memory_points": [[b, turn[b]] for b in sorted(turn)],
         "checkpointed_blocks_memory_points": [[b, walk[b]] for b in sorted(walk)],
+        # per batch, the peak while backward runs each block (model order), where every block's was measured
+        "checkpointed_block_walk_points": [[b, per_block[b]] for b in sorted(per_block)],
         # the blocks' backward ends on the plateau; the turn holds no block's gradient yet, so no plateau
         "checkpointed_per_sample_bytes": memory_line(sorted(walk.items()), plateau)[1],
         "checkpointed_turn_per_sample_bytes": memory_line(sorted(turn.items()), 0.0)[1],
