@@ -50,6 +50,7 @@ MODELS = {
     "wide_vocab_decoder": ("benchmarks.fsdp_memory:wide_vocab_decoder", ("--max-batch", "8")),
     "conv_tower": ("benchmarks.fsdp_memory:conv_tower", ("--max-batch", "8")),
     "staged_resnet": ("benchmarks.fsdp_memory:staged_resnet", ("--max-batch", "8")),
+    "vit_tiny": ("benchmarks.fsdp_memory:vit_tiny", ("--max-batch", "8")),
 }
 #: (strategy, ranks, shard group, checkpointing)
 LAYOUTS = [
@@ -73,12 +74,13 @@ COUNTER_RUNS = 3
 HELD_OUT = "deep_decoder"
 #: Rounds of blind models: each round's models were added after the memory model last changed, and every case
 #: of theirs predicted and committed (the round's file) before any was measured. Round 1's misses (res_mlp)
-#: changed the model at 4c797bd and round 2's (conv_tower) at 7a1fbbb, so only round 3 is blind to the model as it
-#: stands.
+#: changed the model at 4c797bd, round 2's (conv_tower) at 7a1fbbb and round 3's (staged_resnet) at e8b09c4, so
+#: only round 4 is blind to the model as it stands.
 BLIND_ROUNDS = {
     "fsdp_memory_blind_predictions.json": ("res_mlp", "wide_vocab_decoder"),
     "fsdp_memory_blind_predictions_2.json": ("conv_tower",),
     "fsdp_memory_blind_predictions_3.json": ("staged_resnet",),
+    "fsdp_memory_blind_predictions_4.json": ("vit_tiny",),
 }
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 #: What identifies a row across runs.
@@ -208,6 +210,58 @@ def staged_resnet() -> Any:
         return torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
 
     return StagedResNet(), make_batch, nn.functional.cross_entropy
+
+
+def vit_tiny() -> Any:
+    """Round 4's blind model: a small vision transformer on 32×32 images (seeded random images and labels): 4×4
+    patches (64 tokens of 48 values) through a linear embedding with a class token and learned positions, 6
+    pre-norm encoder blocks of width 192 (3 heads, bidirectional attention, a 4× MLP) in ``layers``, a final norm
+    and a 10-way head on the class token. About 2.7 M parameters; no convolution (the tensor tracker sees every
+    allocation)."""
+    import torch
+    from torch import nn
+
+    class EncoderBlock(nn.Module):
+        def __init__(self, dim: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.norm1 = nn.LayerNorm(dim)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.proj = nn.Linear(dim, dim)
+            self.norm2 = nn.LayerNorm(dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            batch, seq, dim = x.shape
+            q, k, v = self.qkv(self.norm1(x)).view(batch, seq, 3, self.heads, dim // self.heads).unbind(2)
+            attn = nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            x = x + self.proj(attn.transpose(1, 2).reshape(batch, seq, dim))
+            return x + self.mlp(self.norm2(x))
+
+    class ViT(nn.Module):
+        def __init__(self, dim: int = 192, depth: int = 6, heads: int = 3, classes: int = 10) -> None:
+            super().__init__()
+            self.embed = nn.Linear(48, dim)
+            self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+            self.pos = nn.Parameter(torch.zeros(1, 65, dim))
+            self.layers = nn.ModuleList(EncoderBlock(dim, heads) for _ in range(depth))
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            patches = images.unfold(2, 4, 4).unfold(3, 4, 4)  # batch, 3, 8, 8, 4, 4
+            patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(images.shape[0], 64, 48)
+            x = torch.cat([self.cls.expand(images.shape[0], -1, -1), self.embed(patches)], dim=1) + self.pos
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(self.norm(x[:, 0]))
+
+    torch.manual_seed(0)
+
+    def make_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
+
+    return ViT(), make_batch, nn.functional.cross_entropy
 
 
 def wide_vocab_decoder() -> Any:
@@ -433,7 +487,10 @@ def render(results: dict[str, Any]) -> str:
         "checkpointed misses changed the model at 7a1fbbb (activations beside more gradients than the one process",
         "held at its checkpointed peak are bounded by that peak). Blind round 3 (predicted with 7a1fbbb's model,",
         "committed before measuring): `staged_resnet`, a three-stage ResNet whose blocks differ in size and whose",
-        "activations shrink with depth.",
+        "activations shrink with depth; its checkpointed FSDP misses changed the profiler and the model at e8b09c4",
+        "(every block's own stretch of the checkpointed walk; blocks at their own sizes), every profile measured",
+        "again. Blind round 4 (predicted with e8b09c4's model, committed before measuring): `vit_tiny`, a small",
+        "vision transformer without convolutions.",
         "Predictions files: `benchmarks/results/fsdp_memory_blind_predictions*.json` (`--predict-blind`).",
         "The phase is the moment the model predicts as the peak: the turn from forward to backward, a block's",
         "backward, or the optimizer step.",
