@@ -127,53 +127,17 @@ def res_mlp() -> Any:
     return ResMLP(), make_batch, nn.functional.cross_entropy
 
 
-def conv_tower() -> Any:
-    """Round 2's blind model, unlike every model before it: a convolutional residual tower on 32×32 images
-    (a stem of 3×3 convolutions to 64 channels, 6 residual blocks of two 3×3 convolutions with batch norm in
-    ``layers``, global pooling, a 10-way head; seeded random images and labels): about 0.45 M parameters against
-    about 12 MB of activations a sample, where every earlier model's state outweighed its activations."""
+def _image_batch(batch: int) -> tuple[Any, Any]:
+    """Random 32×32 RGB images and 10-way labels (the torch generator's state, seeded by the factory)."""
     import torch
-    from torch import nn
 
-    class Block(nn.Module):
-        def __init__(self, channels: int) -> None:
-            super().__init__()
-            self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-            self.norm1 = nn.BatchNorm2d(channels)
-            self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-            self.norm2 = nn.BatchNorm2d(channels)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = torch.relu(self.norm1(self.conv1(x)))
-            return torch.relu(x + self.norm2(self.conv2(y)))
-
-    class ConvTower(nn.Module):
-        def __init__(self, channels: int = 64, depth: int = 6, classes: int = 10) -> None:
-            super().__init__()
-            self.stem = nn.Conv2d(3, channels, 3, padding=1)
-            self.layers = nn.ModuleList(Block(channels) for _ in range(depth))
-            self.head = nn.Linear(channels, classes)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            x = torch.relu(self.stem(x))
-            for layer in self.layers:
-                x = layer(x)
-            return self.head(x.mean(dim=(2, 3)))
-
-    torch.manual_seed(0)
-
-    def make_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
-
-    return ConvTower(), make_batch, nn.functional.cross_entropy
+    return torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
 
 
-def staged_resnet() -> Any:
-    """Round 3's blind model: a small ResNet in three stages on 32×32 images (seeded random images and labels):
-    a stem to 32 channels, then blocks of unequal size whose activations shrink with depth (32 channels at
-    32×32, two blocks; a strided block to 64 at 16×16 and one more; a strided block to 128 at 8×8), each two
-    3×3 convolutions with batch norm (a 1×1 strided shortcut where the shape changes), in ``layers``; global
-    pooling and a 10-way head. About 0.40 M parameters."""
+def _residual_cnn(stem: int, shapes: list[tuple[int, int, int]]) -> Any:
+    """A residual CNN on 32×32 images: a 3×3 stem to ``stem`` channels, then one block per ``(in, out, stride)``
+    in ``layers`` (two 3×3 convolutions with batch norm; a 1×1 strided shortcut where the shape changes), global
+    pooling and a 10-way head; seeded."""
     import torch
     from torch import nn
 
@@ -190,13 +154,12 @@ def staged_resnet() -> Any:
             y = torch.relu(self.norm1(self.conv1(x)))
             return torch.relu(self.shortcut(x) + self.norm2(self.conv2(y)))
 
-    class StagedResNet(nn.Module):
-        def __init__(self, classes: int = 10) -> None:
+    class ResidualCNN(nn.Module):
+        def __init__(self) -> None:
             super().__init__()
-            self.stem = nn.Conv2d(3, 32, 3, padding=1)
-            shapes = [(32, 32, 1), (32, 32, 1), (32, 64, 2), (64, 64, 1), (64, 128, 2)]
+            self.stem = nn.Conv2d(3, stem, 3, padding=1)
             self.layers = nn.ModuleList(Block(i, o, s) for i, o, s in shapes)
-            self.head = nn.Linear(128, classes)
+            self.head = nn.Linear(shapes[-1][1], 10)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             x = torch.relu(self.stem(x))
@@ -205,11 +168,24 @@ def staged_resnet() -> Any:
             return self.head(x.mean(dim=(2, 3)))
 
     torch.manual_seed(0)
+    return ResidualCNN(), _image_batch, nn.functional.cross_entropy
 
-    def make_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
 
-    return StagedResNet(), make_batch, nn.functional.cross_entropy
+def conv_tower() -> Any:
+    """Round 2's blind model, unlike every model before it: a convolutional residual tower on 32×32 images
+    (a stem of 3×3 convolutions to 64 channels, 6 residual blocks of two 3×3 convolutions with batch norm in
+    ``layers``, global pooling, a 10-way head; seeded random images and labels): about 0.45 M parameters against
+    about 12 MB of activations a sample, where every earlier model's state outweighed its activations."""
+    return _residual_cnn(64, [(64, 64, 1)] * 6)
+
+
+def staged_resnet() -> Any:
+    """Round 3's blind model: a small ResNet in three stages on 32×32 images (seeded random images and labels):
+    a stem to 32 channels, then blocks of unequal size whose activations shrink with depth (32 channels at
+    32×32, two blocks; a strided block to 64 at 16×16 and one more; a strided block to 128 at 8×8), each two
+    3×3 convolutions with batch norm (a 1×1 strided shortcut where the shape changes), in ``layers``; global
+    pooling and a 10-way head. About 0.40 M parameters."""
+    return _residual_cnn(32, [(32, 32, 1), (32, 32, 1), (32, 64, 2), (64, 64, 1), (64, 128, 2)])
 
 
 def vit_tiny() -> Any:
@@ -221,22 +197,7 @@ def vit_tiny() -> Any:
     import torch
     from torch import nn
 
-    class EncoderBlock(nn.Module):
-        def __init__(self, dim: int, heads: int) -> None:
-            super().__init__()
-            self.heads = heads
-            self.norm1 = nn.LayerNorm(dim)
-            self.qkv = nn.Linear(dim, 3 * dim)
-            self.proj = nn.Linear(dim, dim)
-            self.norm2 = nn.LayerNorm(dim)
-            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            batch, seq, dim = x.shape
-            q, k, v = self.qkv(self.norm1(x)).view(batch, seq, 3, self.heads, dim // self.heads).unbind(2)
-            attn = nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-            x = x + self.proj(attn.transpose(1, 2).reshape(batch, seq, dim))
-            return x + self.mlp(self.norm2(x))
+    from srifty.compute import zoo
 
     class ViT(nn.Module):
         def __init__(self, dim: int = 192, depth: int = 6, heads: int = 3, classes: int = 10) -> None:
@@ -244,7 +205,7 @@ def vit_tiny() -> Any:
             self.embed = nn.Linear(48, dim)
             self.cls = nn.Parameter(torch.zeros(1, 1, dim))
             self.pos = nn.Parameter(torch.zeros(1, 65, dim))
-            self.layers = nn.ModuleList(EncoderBlock(dim, heads) for _ in range(depth))
+            self.layers = nn.ModuleList(zoo.DecoderBlock(dim, heads, causal=False) for _ in range(depth))
             self.norm = nn.LayerNorm(dim)
             self.head = nn.Linear(dim, classes)
 
@@ -257,11 +218,7 @@ def vit_tiny() -> Any:
             return self.head(self.norm(x[:, 0]))
 
     torch.manual_seed(0)
-
-    def make_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,))
-
-    return ViT(), make_batch, nn.functional.cross_entropy
+    return ViT(), _image_batch, nn.functional.cross_entropy
 
 
 def wide_vocab_decoder() -> Any:
@@ -526,21 +483,17 @@ def render(results: dict[str, Any]) -> str:
             f"Every row predicted again at {results['predicted_at']} from the kept profiles (`--repredict`; no "
             "measurement repeated); the blind lines count the predictions committed before each measurement.",
         ]
-    if before and results.get("predicted_at"):
+    if before:
         olds = [abs(r["error"]) for r in before["rows"]]
+        which = (
+            "the same measurements, each row as the previous table predicted it"
+            if results.get("predicted_at")
+            else f"the previous run, {before['machine'].rsplit(', ', 1)[-1]}; — where it did not run the case"
+        )
         lines += [
             "",
-            f"Before (the same measurements, each row as the previous table predicted it): median "
-            f"{100 * statistics.median(olds):.1f} %, largest {100 * max(olds):.1f} % over {len(olds)} "
-            f"configurations ({sum(e <= 0.10 for e in olds)} within 10 %).",
-        ]
-    elif before:
-        olds = [abs(r["error"]) for r in before["rows"]]
-        lines += [
-            "",
-            f"Before (the previous run, {before['machine'].rsplit(', ', 1)[-1]}; — where it did not run the case): "
-            f"median {100 * statistics.median(olds):.1f} %, largest {100 * max(olds):.1f} % over {len(olds)} "
-            f"configurations ({sum(e <= 0.10 for e in olds)} within 10 %).",
+            f"Before ({which}): median {100 * statistics.median(olds):.1f} %, largest {100 * max(olds):.1f} % over "
+            f"{len(olds)} configurations ({sum(e <= 0.10 for e in olds)} within 10 %).",
         ]
     lines += [
         "",
@@ -706,17 +659,14 @@ def main() -> None:
         return
     if args.from_results:
         results = json.loads(RESULTS.read_text())
-    elif args.tracker_check:
+    elif args.tracker_check or args.counter_check:
+        kind, model = (
+            ("tracker_check", args.tracker_check) if args.tracker_check else ("counter_check", args.counter_check)
+        )
         results = json.loads(RESULTS.read_text())
-        kept = [r for r in results.get("tracker_check", []) if r["model"] != args.tracker_check]
-        results["tracker_check"] = kept + tracker_check(args.tracker_check)
-        results["tracker_check_machine"] = machine_description()
-        atomic_write_text(RESULTS, json.dumps(results, indent=1))
-    elif args.counter_check:
-        results = json.loads(RESULTS.read_text())
-        kept = [r for r in results.get("counter_check", []) if r["model"] != args.counter_check]
-        results["counter_check"] = kept + counter_check(args.counter_check)
-        results["counter_check_machine"] = machine_description()
+        kept = [r for r in results.get(kind, []) if r["model"] != model]
+        results[kind] = kept + (tracker_check if kind == "tracker_check" else counter_check)(model)
+        results[f"{kind}_machine"] = machine_description()
         atomic_write_text(RESULTS, json.dumps(results, indent=1))
     elif args.repredict:
         results = repredict(json.loads(RESULTS.read_text()))

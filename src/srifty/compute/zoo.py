@@ -152,11 +152,13 @@ def resnext101_32x4d(num_classes: int = 1000) -> Factory:
 
 
 class DecoderBlock(nn.Module):
-    """A pre-norm decoder block: causal self-attention, then a 4× MLP, each with a residual."""
+    """A pre-norm transformer block: self-attention (causal, a decoder's; ``causal=False``: an encoder's), then a
+    4× MLP, each with a residual."""
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(self, dim: int, heads: int, causal: bool = True) -> None:
         super().__init__()
         self.heads = heads
+        self.causal = causal
         self.norm1 = nn.LayerNorm(dim)
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
@@ -167,7 +169,7 @@ class DecoderBlock(nn.Module):
         batch, seq, dim = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(batch, seq, 3, self.heads, dim // self.heads).unbind(2)
         attn = nn.functional.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=self.causal
         )
         x = x + self.proj(attn.transpose(1, 2).reshape(batch, seq, dim))
         return x + self.mlp(self.norm2(x))

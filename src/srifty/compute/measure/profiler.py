@@ -205,54 +205,32 @@ class _Trainer:
         """The forward-and-backward peak of :meth:`phase_peaks` at ``size``, split where backward reaches
         ``last_block`` (the model's last repeated block, the first backward runs): ``(up to then: forward, the
         loss and the head's backward; from then on: the blocks' backward)``, in bytes (no optimizer step)."""
-        self.optimizer.zero_grad(set_to_none=True)
-        inputs, target = self.batch(size)
-        if self.is_cuda:
-            turn: list[float] = []
-
-            def at_blocks(module: torch.nn.Module, grad_output: object) -> None:
-                torch.cuda.synchronize(self.device)
-                turn.append(float(torch.cuda.max_memory_allocated(self.device)))
-                torch.cuda.reset_peak_memory_stats(self.device)
-
-            handle = last_block.register_full_backward_pre_hook(at_blocks)
-            try:
-                torch.cuda.synchronize(self.device)
-                torch.cuda.reset_peak_memory_stats(self.device)
-                self.forward_loss(inputs, target).backward()
-                torch.cuda.synchronize(self.device)
-            finally:
-                handle.remove()
-            rest = float(torch.cuda.max_memory_allocated(self.device))
-            return (turn[0], rest) if turn else (rest, 0.0)
-        from srifty.compute.measure.memevents import allocator_phase_peaks, mark
-
-        alive = live_bytes([*self.model.parameters(), *self.model.buffers(), *_tensors((inputs, target))])
-        alive += live_bytes(_tensors(list(self.optimizer.state.values())))
-        handle = last_block.register_full_backward_pre_hook(lambda module, grad_output: mark())
-        try:
-            peaks = allocator_phase_peaks({"fwbw": lambda: self.forward_loss(inputs, target).backward()})
-        finally:
-            handle.remove()
-        if "fwbw.after_mark" not in peaks:
-            return alive + peaks["fwbw"], 0.0
-        return alive + peaks["fwbw.before_mark"], alive + peaks["fwbw.after_mark"]
+        segments = self._backward_segment_peaks(size, [last_block])
+        return (segments[0], segments[1]) if len(segments) > 1 else (segments[0], 0.0)
 
     def block_walk_peaks(self, size: int, blocks: Sequence[torch.nn.Module]) -> list[float]:
         """The forward-and-backward peak while backward runs each of ``blocks`` (in model order; backward runs
         them last to first), in bytes: block ``k``'s from where backward reaches it to where it reaches block
-        ``k − 1`` (block 0's: to the end, the root's own backward included); no optimizer step."""
+        ``k − 1`` (block 0's: to the end, the root's own backward included); no optimizer step. Empty where
+        backward did not reach every block."""
+        segments = self._backward_segment_peaks(size, blocks)[1:]
+        return segments[::-1] if len(segments) == len(blocks) else []
+
+    def _backward_segment_peaks(self, size: int, modules: Sequence[torch.nn.Module]) -> list[float]:
+        """One forward-and-backward at ``size`` (no optimizer step), its peak in bytes split where backward
+        reaches each of ``modules``: the peak before the first is reached, then each stretch from one to the next
+        reached (the last: to the end)."""
         self.optimizer.zero_grad(set_to_none=True)
         inputs, target = self.batch(size)
         if self.is_cuda:
-            starts: list[float] = []
+            ends: list[float] = []
 
-            def at_block(module: torch.nn.Module, grad_output: object) -> None:
+            def at_module(module: torch.nn.Module, grad_output: object) -> None:
                 torch.cuda.synchronize(self.device)
-                starts.append(float(torch.cuda.max_memory_allocated(self.device)))
+                ends.append(float(torch.cuda.max_memory_allocated(self.device)))
                 torch.cuda.reset_peak_memory_stats(self.device)
 
-            handles = [block.register_full_backward_pre_hook(at_block) for block in blocks]
+            handles = [m.register_full_backward_pre_hook(at_module) for m in modules]
             try:
                 torch.cuda.synchronize(self.device)
                 torch.cuda.reset_peak_memory_stats(self.device)
@@ -261,22 +239,21 @@ class _Trainer:
             finally:
                 for handle in handles:
                     handle.remove()
-            segments = [*starts[1:], float(torch.cuda.max_memory_allocated(self.device))]
-            return segments[::-1] if len(segments) == len(blocks) else []
+            return [*ends, float(torch.cuda.max_memory_allocated(self.device))]
         from srifty.compute.measure.memevents import allocator_phase_peaks, mark
 
         alive = live_bytes([*self.model.parameters(), *self.model.buffers(), *_tensors((inputs, target))])
         alive += live_bytes(_tensors(list(self.optimizer.state.values())))
-        handles = [block.register_full_backward_pre_hook(lambda module, grad_output: mark()) for block in blocks]
+        handles = [m.register_full_backward_pre_hook(lambda module, grad_output: mark()) for m in modules]
         try:
             peaks = allocator_phase_peaks({"fwbw": lambda: self.forward_loss(inputs, target).backward()})
         finally:
             for handle in handles:
                 handle.remove()
-        keys = [f"fwbw.mark{i}" for i in range(len(blocks))]
-        if any(key not in peaks for key in keys):
-            return []
-        return [alive + peaks[key] for key in keys[::-1]]
+        if "fwbw.before_mark" not in peaks:
+            return [alive + peaks["fwbw"]]
+        marks = sorted(int(k.removeprefix("fwbw.mark")) for k in peaks if k.startswith("fwbw.mark"))
+        return [alive + peaks["fwbw.before_mark"], *(alive + peaks[f"fwbw.mark{i}"] for i in marks)]
 
     def release(self) -> None:
         """Drop cached batches and gradients, and return freed GPU memory to the allocator's pool."""
