@@ -227,7 +227,7 @@ SPEC_FIELDS: dict[str, tuple[tuple[str | int, ...], st.SearchStrategy[Any]]] = {
     "goal": ((), choice_not_in({"min_time", "min_cost"})),
     "cloud": ((), choice_not_in({"aws", "gcp", "azure"})),
     "region": ((), choice_not_in({"us_east_1"}).filter(lambda v: not isinstance(v, int))),
-    "seed": ((), st.one_of(WORDS, st.floats(allow_nan=False).filter(lambda x: x != int(x)))),
+    "seed": ((), st.one_of(WORDS, st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: x != int(x)))),
     "schema_version": ((), st.integers().filter(lambda v: v != 1) | WORDS),
     "model": ((), st.one_of(st.integers(), st.lists(st.integers(), max_size=2), st.just({}), st.just({"name": ""}))),
     "candidates": ((), st.one_of(st.just([]), st.integers(), WORDS, st.lists(st.integers(), min_size=1, max_size=2))),
