@@ -528,7 +528,7 @@ def backward_peak(inputs: MemoryInputs, options: MemoryOptions, batch: float) ->
     if walk_gradients is not None:
         moments.add(_walk_moment(inputs, block))
     for k in sorted(moments):
-        done, own = _done_bytes(inputs, k, block), _own_bytes(inputs, k, block)
+        done, own = _done_bytes(inputs, k, block), _own_bytes(inputs, k)
         activations = per_sample * batch
         if lines:  # measured at this very block
             activations = max(lines[k][0] + lines[k][1] * batch, 0.0)
@@ -561,16 +561,13 @@ def _walk_moment(inputs: MemoryInputs, block: float) -> int:
     held = inputs.checkpointed_walk_gradient_bytes or 0.0
     return min(
         range(inputs.n_blocks),
-        key=lambda k: abs(_done_bytes(inputs, k, block) + _own_bytes(inputs, k, block) - held),
+        key=lambda k: abs(_done_bytes(inputs, k, block) + _own_bytes(inputs, k) - held),
     )
 
 
-def _own_bytes(inputs: MemoryInputs, k: int, block: float) -> float:
-    """Block ``k``'s own gradient as backward accumulates it, unsharded: its size where the profile lists the
-    blocks, else the largest block's."""
-    if len(inputs.block_numels) == inputs.n_blocks:
-        return inputs.param_bytes_each * float(inputs.block_numels[k])
-    return block
+def _own_bytes(inputs: MemoryInputs, k: int) -> float:
+    """Block ``k``'s own gradient as backward accumulates it, unsharded (:func:`_numel`'s parameters)."""
+    return inputs.param_bytes_each * _numel(inputs, k)
 
 
 def _done_bytes(inputs: MemoryInputs, k: int, block: float) -> float:
