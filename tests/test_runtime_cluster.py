@@ -493,3 +493,19 @@ def test_testbed_slow_fault_and_an_emulated_slower_vm(  # type: ignore[no-untype
     assert {ns: namespace_pids(ns) for ns in namespaces.values()} == {ns: [] for ns in namespaces.values()}
     assert [e["host"] for e in timeline if e["event"] == "inject_slow"] == [addresses[1]]  # a group was made
     assert _groups_of(_mark(run_dir)) == []  # and removed
+
+
+def test_a_launch_rendezvous_port_lies_below_the_ephemeral_range(tmp_path: Path) -> None:
+    """A relaunch once drew port 34274, inside the kernel's ephemeral range, which a connection of this machine
+    held: torchrun's store failed with EADDRINUSE and the run with it."""
+    from srifty.runtime.torchrun import RENDEZVOUS_PORT_LOW, ephemeral_port_low, rendezvous_port
+
+    low = ephemeral_port_low()
+    ports = {rendezvous_port(draw) for draw in range(0, 1 << 30, 7919 * 1013)}
+    assert ports and all(RENDEZVOUS_PORT_LOW <= p < max(low, RENDEZVOUS_PORT_LOW + 1000) for p in ports)
+    span = max(low, RENDEZVOUS_PORT_LOW + 1000) - RENDEZVOUS_PORT_LOW
+    assert rendezvous_port(0) == rendezvous_port(span) == RENDEZVOUS_PORT_LOW  # draws wrap inside the range
+    ranges = tmp_path / "range"
+    ranges.write_text("45000\t60999\n")
+    assert ephemeral_port_low(ranges) == 45000
+    assert ephemeral_port_low(tmp_path / "missing") == 32768

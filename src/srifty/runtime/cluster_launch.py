@@ -32,6 +32,7 @@ from srifty.runtime.torchrun import (
     log_size,
     rank_layout,
     read_log_from,
+    rendezvous_port,
 )
 from srifty.vocab import Config
 
@@ -102,7 +103,7 @@ class Launch:
         on one ending signal however many threads this process has; in ``cwd``; under its CPU quota when the
         host file gives one), the workers getting ``env``; each host's output is appended to its log in
         ``RUN_DIR/hosts``."""
-        port = 20000 + secrets.randbelow(20000)
+        port = rendezvous_port(secrets.randbelow(1 << 30))
         procs, logs, offsets, node_of_rank = [], [], [], []
         for node, host in enumerate(hosts):
             command = host_command(launcher.python, hosts, node, port, train_command)

@@ -59,6 +59,27 @@ def host_command(python: str, hosts: Sequence[Host], node: int, port: int, train
     ]  # fmt: skip
 
 
+#: Where a multi-host launch's rendezvous port is drawn from: from here up to the kernel's ephemeral range.
+RENDEZVOUS_PORT_LOW = 20000
+
+
+def ephemeral_port_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    """The lowest port the kernel hands out for outgoing connections and ``bind(0)`` (Linux's default 32768
+    where the file cannot be read)."""
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def rendezvous_port(draw: int) -> int:
+    """A multi-host launch's rendezvous port from ``draw`` (any non-negative integer, a random one): below the
+    ephemeral range, so no connection of this machine (gloo's, an earlier launch's) holds it already. A port
+    inside that range was taken by such a connection once (EADDRINUSE on a relaunch) and the run failed."""
+    high = max(ephemeral_port_low(), RENDEZVOUS_PORT_LOW + 1000)
+    return RENDEZVOUS_PORT_LOW + draw % (high - RENDEZVOUS_PORT_LOW)
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that is free now (the kernel's choice)."""
     with socket.socket() as sock:
