@@ -197,16 +197,13 @@ class _PlateauTrainer:
     def iteration(self, batch: int) -> tuple[float, float, float, float]:
         return 1.0, 2.0, 0.5, 3.5
 
-    def turn_and_blocks_peaks(self, batch: int, last_block: torch.nn.Module) -> tuple[float, float]:
-        assert last_block is self.model.layers[1]  # the first block backward runs
+    def checkpointed_walk_peaks(self, batch: int, blocks: list[torch.nn.Module]) -> tuple[float, float, list[float]]:
+        assert blocks[-1] is self.model.layers[1]  # the first block backward runs
         if self.out_of_memory_at is not None and batch >= self.out_of_memory_at:
             raise torch.OutOfMemoryError("CUDA out of memory")
         self.measured.append(batch)
-        blocks = max(self.plateau * 1.001, self.blocks[0] + self.blocks[1] * batch)
-        return self.turn[0] + self.turn[1] * batch, blocks
-
-    def block_walk_peaks(self, batch: int, blocks: list[torch.nn.Module]) -> list[float]:
-        return []  # not measured: the memory model keeps the walk's one line
+        walk = max(self.plateau * 1.001, self.blocks[0] + self.blocks[1] * batch)
+        return self.turn[0] + self.turn[1] * batch, walk, []  # no block's own stretch: the walk's one line
 
     def release(self) -> None:
         self.released += 1
@@ -290,10 +287,9 @@ def test_the_checkpointed_peak_is_split_where_backward_reaches_the_last_block() 
     trainer.iteration(1)
     for i in range(4):
         checkpoint(trainer.model.get_submodule(f"layers.{i}"))
-    turn, blocks = trainer.turn_and_blocks_peaks(2, trainer.model.get_submodule("layers.3"))
+    modules = [trainer.model.get_submodule(f"layers.{i}") for i in range(4)]
+    turn, blocks, walk = trainer.checkpointed_walk_peaks(2, modules)
     assert 0 < turn < blocks and max(turn, blocks) == trainer.phase_peaks(2)[0]
     # every block's own stretch of the walk: four peaks in model order, the highest the walk's own
-    modules = [trainer.model.get_submodule(f"layers.{i}") for i in range(4)]
-    walk = trainer.block_walk_peaks(2, modules)
     assert len(walk) == 4 and all(v > 0 for v in walk)
     assert max(walk) == pytest.approx(blocks, rel=0.02)

@@ -201,20 +201,18 @@ class _Trainer:
         peaks = allocator_phase_peaks({"forward": forward_backward, "step": self.optimizer.step})
         return alive + peaks["forward"], alive + peaks["step"]
 
-    def turn_and_blocks_peaks(self, size: int, last_block: torch.nn.Module) -> tuple[float, float]:
-        """The forward-and-backward peak of :meth:`phase_peaks` at ``size``, split where backward reaches
-        ``last_block`` (the model's last repeated block, the first backward runs): ``(up to then: forward, the
-        loss and the head's backward; from then on: the blocks' backward)``, in bytes (no optimizer step)."""
-        segments = self._backward_segment_peaks(size, [last_block])
-        return (segments[0], segments[1]) if len(segments) > 1 else (segments[0], 0.0)
-
-    def block_walk_peaks(self, size: int, blocks: Sequence[torch.nn.Module]) -> list[float]:
-        """The forward-and-backward peak while backward runs each of ``blocks`` (in model order; backward runs
-        them last to first), in bytes: block ``k``'s from where backward reaches it to where it reaches block
-        ``k − 1`` (block 0's: to the end, the root's own backward included); no optimizer step. Empty where
-        backward did not reach every block."""
-        segments = self._backward_segment_peaks(size, blocks)[1:]
-        return segments[::-1] if len(segments) == len(blocks) else []
+    def checkpointed_walk_peaks(self, size: int, blocks: Sequence[torch.nn.Module]) -> tuple[float, float, list[float]]:
+        """The forward-and-backward peak of :meth:`phase_peaks` at ``size`` (no optimizer step), in bytes, split
+        where backward reaches each of ``blocks`` (in model order; backward runs them last to first), in one
+        pass: ``(the turn: up to where backward reaches the last block, i.e. forward, the loss and the head's
+        backward; the blocks' backward: from there on; each block's own stretch, in model order: block ``k``'s
+        from where backward reaches it to where it reaches block ``k − 1``, block 0's to the end)``. The last
+        part is empty where backward did not reach every block (the blocks' backward then ``0`` if it reached
+        none)."""
+        segments = self._backward_segment_peaks(size, blocks)
+        stretches = segments[1:]
+        per_block = stretches[::-1] if len(stretches) == len(blocks) else []
+        return segments[0], max(stretches, default=0.0), per_block
 
     def _backward_segment_peaks(self, size: int, modules: Sequence[torch.nn.Module]) -> list[float]:
         """One forward-and-backward at ``size`` (no optimizer step), its peak in bytes split where backward
@@ -562,13 +560,13 @@ def measure_checkpointing(
     per-sample activation bytes and the backward's slowdown the memory model and the simulator use.
 
     The peak is measured apart before and after backward reaches the last block
-    (:meth:`_Trainer.turn_and_blocks_peaks`): the *turn* (forward, the loss and the head's backward: every block's
+    (:meth:`_Trainer.checkpointed_walk_peaks`): the *turn* (forward, the loss and the head's backward: every block's
     checkpointed input and the head's activations) and the *blocks' backward* (the inputs not yet consumed and one
     recomputed block's activations), which grow by different amounts a sample (a wide vocabulary's logits against a
     narrow block's activations) and which the memory model prices at different moments. The blocks' backward ends on
     the plateau ``2·P·p + P·o`` (every gradient held), where its peak sits at small batches whatever the batch. Each
-    block's own stretch of the walk is measured too (:meth:`_Trainer.block_walk_peaks`: from where backward reaches
-    it to where it reaches the block before), for the memory model to price each block's moment with what that
+    block's own stretch of the walk is measured in the same pass (from where backward reaches it to where it
+    reaches the block before), for the memory model to price each block's moment with what that
     moment holds. The peaks are measured at the two probed batches of :func:`work_batches`, then at doubled batches
     (at most :data:`CHECKPOINTED_EXTRA_PROBES`) until two of the blocks' peaks lie above it, and its slope is
     :func:`~srifty.compute.sharding.memory_line`'s. The turn holds no block's gradient: its slope is the line
@@ -608,16 +606,14 @@ def measure_checkpointing(
     param_bytes = float(sum(p.size_bytes for p in params))
     plateau = plateau_bytes(param_bytes, optimizer_state_bytes(options.optimizer) * sum(p.numel for p in params))
     plain = memory_line(sorted(plain_points.items()), plateau)
-    last_block = trainer.model.get_submodule(blocks[-1])
+    modules = [trainer.model.get_submodule(key) for key in blocks]
     turn: dict[int, float] = {}
     walk: dict[int, float] = {}
-
-    modules = [trainer.model.get_submodule(key) for key in blocks]
     per_block: dict[int, list[float]] = {}
 
     def measure(batch: int) -> None:
-        turn[batch], walk[batch] = trainer.turn_and_blocks_peaks(batch, last_block)
-        if peaks := trainer.block_walk_peaks(batch, modules):
+        turn[batch], walk[batch], peaks = trainer.checkpointed_walk_peaks(batch, modules)
+        if peaks:
             per_block[batch] = peaks
 
     for b in (lo, hi):
