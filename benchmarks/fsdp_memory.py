@@ -350,14 +350,18 @@ def cases() -> list[tuple[str, int, int, bool, int]]:
     return [(*layout, batch) for layout in LAYOUTS for batch in BATCHES]
 
 
+def _case_row(*case: Any) -> dict[str, Any]:
+    """A row's key fields (:data:`KEY`) from ``(model, strategy, ranks, shard group, checkpointing, batch)``."""
+    return dict(zip(KEY, case, strict=True))
+
+
 def predict_blind(models: tuple[str, ...]) -> dict[str, Any]:
     """The blind models' profiles measured and every case predicted, before any of them is measured."""
     rows = []
     for model in models:
         path = profile(model)
         for strategy, ranks, shard, checkpointing, batch in cases():
-            row = {"model": model, "strategy": strategy, "ranks": ranks, "shard_group": shard,
-                   "checkpointing": checkpointing, "local_batch": batch}  # fmt: skip
+            row = _case_row(model, strategy, ranks, shard, checkpointing, batch)
             rows.append({**row, **predict(path, strategy, shard, checkpointing, batch)})
     return {"machine": machine_description(), "rows": rows}
 
@@ -378,8 +382,7 @@ def run(before: dict[str, Any] | None, models: tuple[str, ...]) -> dict[str, Any
             measured = min(_peak(r, strategy) for r in runs)
             ranks_peaks = next(r for r in runs if _peak(r, strategy) == measured)
             predicted = predict(path, strategy, shard, checkpointing, batch)
-            row = {"model": model, "strategy": strategy, "ranks": ranks, "shard_group": shard,
-                   "checkpointing": checkpointing, "local_batch": batch, "measured_bytes": measured,
+            row = {**_case_row(model, strategy, ranks, shard, checkpointing, batch), "measured_bytes": measured,
                    "ranks_measured": ranks_peaks, "runs_measured": runs, "measured_at": _commit(machine),
                    **predicted}  # fmt: skip
             row["error"] = row["predicted_bytes"] / measured - 1.0

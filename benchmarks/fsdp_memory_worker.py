@@ -55,17 +55,24 @@ def main() -> None:
     with record_function(PHASES[1]):
         optimizer.step()
     prof.stop()
+    peaks = counter_peaks(prof, PHASES)
+    report({"forward_bytes": peaks[PHASES[0]], "step_bytes": peaks[PHASES[1]], "how": "allocator counter"})
+
+
+def counter_peaks(prof: profile, phases: tuple[str, ...]) -> dict[str, float]:
+    """The most bytes the CPU allocator held, counted from the profiler's start, inside each of ``phases``
+    (``record_function`` names; 0 for a phase that never ran)."""
     assert prof.profiler is not None and prof.profiler.kineto_results is not None
     events = sorted(prof.profiler.kineto_results.events(), key=lambda e: e.start_ns())
-    windows = {e.name(): (e.start_ns(), e.end_ns()) for e in events if e.name() in PHASES}
-    held, peaks = 0.0, dict.fromkeys(PHASES, 0.0)
+    windows = {e.name(): (e.start_ns(), e.end_ns()) for e in events if e.name() in phases}
+    held, peaks = 0.0, dict.fromkeys(phases, 0.0)
     for event in events:
         if event.name() == "[memory]":
             held += float(event.nbytes())  # type: ignore[attr-defined]  # memory events carry it; the stub lacks it
             for name, (start, end) in windows.items():
                 if start <= event.start_ns() <= end:
                     peaks[name] = max(peaks[name], held)
-    report({"forward_bytes": peaks[PHASES[0]], "step_bytes": peaks[PHASES[1]], "how": "allocator counter"})
+    return peaks
 
 
 def fsdp_tracked(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: Callable[[], Any]) -> dict:
@@ -89,7 +96,8 @@ def fsdp_tracked(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss:
         for stats in peak.values():  # what the tracker saw at its peak, by kind (activations, temporaries, ...)
             for kind, held in stats.items():
                 if kind != "Total":
-                    parts[str(getattr(kind, "value", kind))] = parts.get(str(getattr(kind, "value", kind)), 0.0) + held
+                    label = str(getattr(kind, "value", kind))
+                    parts[label] = parts.get(label, 0.0) + held
         out[f"{phase}_parts_bytes"] = parts  # type: ignore[assignment]
     return out
 
@@ -134,15 +142,7 @@ def tracker_check(factory: str, batch: int, checkpointing: bool) -> None:
     with record_function(PHASES[0]):
         loss_fn(model(inputs), target).backward()
     prof.stop()
-    assert prof.profiler is not None and prof.profiler.kineto_results is not None
-    events = sorted(prof.profiler.kineto_results.events(), key=lambda e: e.start_ns())
-    start, end = next((e.start_ns(), e.end_ns()) for e in events if e.name() == PHASES[0])
-    held, counter = 0.0, 0.0
-    for event in events:
-        if event.name() == "[memory]":
-            held += float(event.nbytes())  # type: ignore[attr-defined]
-            if start <= event.start_ns() <= end:
-                counter = max(counter, held)
+    counter = counter_peaks(prof, PHASES[:1])[PHASES[0]]
     optimizer.zero_grad(set_to_none=True)
     tracker = MemTracker()
     tracker.track_external(model, optimizer)
