@@ -8,22 +8,19 @@ without one belongs to the root. :mod:`srifty.torch.fsdp` wraps exactly these un
 what runs.
 
 **Memory.** Bytes per GPU at local batch ``b``, with ``P`` parameters of ``p`` bytes each (the profile's
-``param_bytes``), an optimizer keeping ``o`` bytes per parameter (Adam 8, SGD with momentum 4), activations
-``A·b`` and a workspace ``W``, from the line through the forward-and-backward peaks the profiler measured
-apart from the optimizer step (:func:`forward_line`): ``A`` is its slope (or the slope measured with every
-block checkpointed: at the turn, and apart while backward runs the blocks, where the profile measured them
-apart), ``W`` its intercept less the parameters, the optimizer state and, under autocast, the
-cast copy of the weights (what else lives at the peak: inputs, workspace, allocator slack). Where the profile
-measured the checkpointed turn apart, the intercept is that turn's and the slope is fitted through it
-(:func:`turn_anchored_line`). The line is
-fitted only through the peaks above the *plateau* ``2·P·p + P·o`` (:func:`memory_line`): one process holds
-every gradient with its parameters and optimizer state at the end of backward, so at small batches (and
-under checkpointing) its forward-and-backward peak is that moment, not the turn the line stands for, and
-such points would lift ``W`` and flatten ``A``. ``d`` is the
-sharding group (``fsdp``: every GPU; ``hsdp``: the GPUs of one VM); ``c`` the bytes of a parameter as the
-forward computes with it (2 under bf16/fp16 mixed precision, else ``p``); ``U_root`` and ``U_max`` the
-root's and the largest block's parameter counts. Two moments of the iteration can be the peak:
-
+``param_bytes``), an optimizer keeping ``o`` bytes per parameter (Adam 8, SGD with momentum 4), activations ``A·b``
+and a workspace ``W``, from the line through the forward-and-backward peaks the profiler measured apart from the
+optimizer step (:func:`forward_line`): ``A`` is its slope (or the slope measured with every block checkpointed: at
+the turn, and apart while backward runs the blocks, where the profile measured them apart), ``W`` its intercept less
+the parameters, the optimizer state and, under autocast, the cast copy of the weights (what else lives at the peak:
+inputs, workspace, allocator slack). Where the profile measured the checkpointed turn apart, the intercept is that
+turn's and the slope is fitted through it (:func:`turn_anchored_line`). The line is fitted only through the peaks
+above the *plateau* ``2·P·p + P·o`` (:func:`memory_line`): one process holds every gradient with its parameters and
+optimizer state at the end of backward, so at small batches (and under checkpointing) its forward-and-backward peak
+is that moment, not the turn the line stands for, and such points would lift ``W`` and flatten ``A``. ``d`` is the
+sharding group (``fsdp``: every GPU; ``hsdp``: the GPUs of one VM); ``c`` the bytes of a parameter as the forward
+computes with it (2 under bf16/fp16 mixed precision, else ``p``); ``U_root`` and ``U_max`` the root's and the
+largest block's parameter counts. Two moments of the iteration can be the peak:
 * ``ddp``: forward/backward ``P·p + P·o + G + W + A·b`` and step ``P·p + P·o + 2·G + t``, where ``G = P·p``
   is both the gradients and DDP's communication buckets (``gradient_as_bucket_view=False``, DDP's default,
   keeps a copy of every gradient in its buckets) and ``t`` the optimizer's temporaries;
@@ -32,38 +29,36 @@ root's and the largest block's parameter counts. Two moments of the iteration ca
   gathered, and the first block's unsharded gradient waits for its reduce-scatter, as ``FSDPMemTracker``
   sees FSDP2 hold them) and step ``(P·p + P·o + G)/d + t/d``.
 
-A third moment, later in backward (:func:`backward_peak`), is the peak under activation checkpointing, where
-``A`` is small (there the blocks' own checkpointed ``A``: the inputs not yet consumed and one recomputed
-block's activations; at the turn the turn's: every checkpointed input and the head's activations, which a wide
-vocabulary makes the larger). Backward runs the ``n`` blocks from last to first; while block ``k`` (``0`` the
-first) is recomputed and differentiated, FSDP holds, besides its shard and ``W + A·b``: the root and block
-``k`` gathered, block ``k−1`` gathered ahead (the backward prefetch, for ``k ≥ 1``), block ``k+1``'s gradient
-as the input of its reduce-scatter (``p`` bytes a parameter: fp32, for ``k ≤ n−2``; FSDP2 keeps it until the
-next reduce-scatter is issued), block ``k``'s own unsharded gradient as it accumulates (``p·U_max``) and the
-sharded gradients of the ``n−1−k`` blocks done, ``p·U_max/d`` each: ``(P·p + P·o)/d + c·(U_root + U_max +
-[k≥1]·U_max) + [k≤n−2]·p·U_max + p·U_max + (n−1−k)·p·U_max/d + W + A·b``. DDP holds the whole state, its
-buckets, block ``k``'s gradient and the gradients of the blocks done: ``2·P·p + P·o + (n−k)·p·U_max + W +
-A·b``. The largest over ``k`` is taken (the expression is linear in ``k`` between its edges, so ``k`` in {0,
-1, n−2, n−1} suffices). Block ``k``'s own gradient was left out until two blind models (issue 25) showed the
-small-batch FSDP peaks under-predicted by about one block's gradient. Where the profile lists every block's
-size (blocks of unequal size: a ResNet's stages), the gathered, prefetched and reducing blocks are the blocks
-themselves, not the largest, and every ``k`` is weighed. Where the profile measured the one process's peak
-while backward ran each block (``extra["checkpointed_block_walk_points"]``), the activations at block ``k``
-are that block's own line through the batches: what the process held beyond its state, ``W`` and the
-gradients of blocks ``k …`` (:func:`_block_lines`; issue 25's blind round 3, a staged ResNet whose early
-blocks hold the most activations and whose last block is the largest). Otherwise, under checkpointing, the
-profile's line
-through the one process's blocks'-backward peaks (``extra["checkpointed_blocks_memory_points"]``) also tells
-which moment it measured: its intercept less the state and ``W`` is the gradients held then, ``G*``
-(``checkpointed_walk_gradient_bytes``). At a block whose gradients exceed ``G*`` the activations are bounded
-by that peak: ``A·b − (G_k − G*)``; the block nearest ``G*`` joins the moments weighed. Without it, a model
-whose checkpointed inputs are a large share of its activations (a convolutional tower, issue 25's blind round
-2: every block's input still held when the first block backward runs, few gradients yet) was priced with its
-largest activations beside every gradient. Not counted: the root's gradients made
-before the blocks' (the head's), (``W`` is measured at the turn, before any gradient). Without
-checkpointing the same moments are priced with the checkpointed ``A`` (what backward holds at least:
-checkpointing only frees activations), or with ``W`` alone where that was not measured; there the turn from
-forward to backward, every activation held, is the peak.
+A third moment, later in backward (:func:`backward_peak`), is the peak under activation checkpointing, where ``A``
+is small (there the blocks' own checkpointed ``A``: the inputs not yet consumed and one recomputed block's
+activations; at the turn the turn's: every checkpointed input and the head's activations, which a wide vocabulary
+makes the larger). Backward runs the ``n`` blocks from last to first; while block ``k`` (``0`` the first) is
+recomputed and differentiated, FSDP holds, besides its shard and ``W + A·b``: the root and block ``k`` gathered,
+block ``k−1`` gathered ahead (the backward prefetch, for ``k ≥ 1``), block ``k+1``'s gradient as the input of its
+reduce-scatter (``p`` bytes a parameter: fp32, for ``k ≤ n−2``; FSDP2 keeps it until the next reduce-scatter is
+issued), block ``k``'s own unsharded gradient as it accumulates (``p·U_max``) and the sharded gradients of the
+``n−1−k`` blocks done, ``p·U_max/d`` each: ``(P·p + P·o)/d + c·(U_root + U_max + [k≥1]·U_max) + [k≤n−2]·p·U_max +
+p·U_max + (n−1−k)·p·U_max/d + W + A·b``. DDP holds the whole state, its buckets, block ``k``'s gradient and the
+gradients of the blocks done: ``2·P·p + P·o + (n−k)·p·U_max + W + A·b``. The largest over ``k`` is taken (the
+expression is linear in ``k`` between its edges, so ``k`` in {0, 1, n−2, n−1} suffices). Block ``k``'s own gradient
+was left out until two blind models (issue 25) showed the small-batch FSDP peaks under-predicted by about one
+block's gradient. Where the profile lists every block's size (blocks of unequal size: a ResNet's stages), the
+gathered, prefetched and reducing blocks are the blocks themselves, not the largest, and every ``k`` is weighed.
+Where the profile measured the one process's peak while backward ran each block
+(``extra["checkpointed_block_walk_points"]``), the activations at block ``k`` are that block's own line through the
+batches: what the process held beyond its state, ``W`` and the gradients of blocks ``k …`` (:func:`_block_lines`;
+issue 25's blind round 3, a staged ResNet whose early blocks hold the most activations and whose last block is the
+largest). Otherwise, under checkpointing, the profile's line through the one process's blocks'-backward peaks
+(``extra["checkpointed_blocks_memory_points"]``) also tells which moment it measured: its intercept less the state
+and ``W`` is the gradients held then, ``G*`` (``checkpointed_walk_gradient_bytes``). At a block whose gradients
+exceed ``G*`` the activations are bounded by that peak: ``A·b − (G_k − G*)``; the block nearest ``G*`` joins the
+moments weighed. Without it, a model whose checkpointed inputs are a large share of its activations (a convolutional
+tower, issue 25's blind round 2: every block's input still held when the first block backward runs, few gradients
+yet) was priced with its largest activations beside every gradient. Not counted: the root's gradients made before
+the blocks' (the head's), (``W`` is measured at the turn, before any gradient). Without checkpointing the same
+moments are priced with the checkpointed ``A`` (what backward holds at least: checkpointing only frees activations),
+or with ``W`` alone where that was not measured; there the turn from forward to backward, every activation held, is
+the peak.
 
 ``t`` is Adam's temporaries (SGD with momentum updates in place, ``t = 0``): two copies of the largest
 parameter tensor in the single-tensor step torch runs on a CPU; one copy of the (sharded) parameters in the
