@@ -656,6 +656,9 @@ def main() -> None:
         "--models", nargs="+", choices=list(MODELS), default=list(MODELS), help="measure these (default: all)"
     )
     args = parser.parse_args()
+    reads_results = args.from_results or args.repredict or args.tracker_check or args.counter_check
+    if reads_results and not RESULTS.is_file():
+        parser.error(f"{RESULTS} does not exist: measure first (python -m benchmarks.fsdp_memory)")
     if args.predict_blind:
         atomic_write_text(RESULTS_DIR / last_round, json.dumps(predict_blind(last_models), indent=1))
         print(f"wrote {RESULTS_DIR / last_round}: commit it before measuring {', '.join(last_models)}")
