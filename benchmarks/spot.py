@@ -13,9 +13,10 @@ Parts (``python -m benchmarks.spot PART``; ``all`` runs every one and writes the
   and zone (the zone is never matched, its own data being left out: the region's other traces, or the type's,
   or the prior), with the predicted rate's 80 % interval.
 * ``replay``: ``srifty eval spot`` on the bundled us-west-2 traces (the examples' region), leave one trace out
-  (srifty's spot model fitted without the trace replayed), for the three spot examples at three deadlines
-  each: per policy, deadline and budget met fractions, mean and p95 cost, the saving against ``on_demand``
-  and the gap to the ``oracle``.
+  (srifty's spot model fitted without the trace replayed and without the traces recorded with it, which
+  stand for the region's other zones), for the three spot examples at three deadlines each: per policy,
+  deadline and budget met fractions, mean and p95 cost, the saving against ``on_demand`` and the gap to the
+  ``oracle``; srifty's policy with zone moves and kept in one zone (``srifty (one zone)``) on the same runs.
 * ``cases``: the paper's cases 1–3 planned before (figures of ``speed_before.json``) and after.
 
 Run under the CPU lock: ``flock /tmp/srifty-cpu.lock python -m benchmarks.spot all`` (``--write`` puts the
@@ -136,6 +137,8 @@ def measure_calibration() -> dict[str, Any]:
 
 
 REPLAY_SPECS = ["spot-resnet50-tight", "spot-vgg16-medium", "spot-bert-loose"]
+#: srifty's policy kept in its zone (the same runs without the other zones' traces), beside the one that moves.
+ONE_ZONE = "srifty (one zone)"
 #: Deadlines as multiples of the spec's own (tight, as written, loose).
 REPLAY_DEADLINES = [("tight", 0.9), ("as written", 1.0), ("loose", 2.0)]
 
@@ -143,7 +146,7 @@ REPLAY_DEADLINES = [("tight", 0.9), ("as written", 1.0), ("loose", 2.0)]
 def measure_replay(starts: int, seed: int) -> dict[str, Any]:
     """``srifty eval spot`` leave one trace out, on the bundled us-west-2 traces (see the module docstring)."""
     from srifty.errors import SpecError
-    from srifty.evaluate.spot_eval import POLICIES, eval_spot, learn_for
+    from srifty.evaluate.spot_eval import POLICIES, eval_spot, learn_for, recorded_with
     from srifty.evaluate.spot_replay import summarise
     from srifty.spot import bundled_trace_paths, fit_spot_model, load_trace
 
@@ -161,16 +164,24 @@ def measure_replay(starts: int, seed: int) -> dict[str, Any]:
             plans = []
             refused = None
             for held_out in replayed:
-                model = fit_spot_model([t for t in traces if t.name != held_out.name])
+                # the model never saw the replayed trace, nor the traces recorded with it (its other zones)
+                unseen = {held_out.name, *(t.name for t in recorded_with(held_out, replayed))}
+                model = fit_spot_model([t for t in traces if t.name not in unseen])
                 try:
-                    result = eval_spot(spec, [held_out], starts, seed, model, catalog, learned=learned)
+                    result = eval_spot(
+                        spec, [held_out], starts, seed, model, catalog, learned=learned, zone_pool=replayed
+                    )
+                    one_zone = eval_spot(
+                        spec, [held_out], starts, seed, model, catalog, learned=learned, move_zones=False
+                    )
                 except SpecError as error:  # srifty finds no plan at its confidence: nothing to replay
                     refused = str(error)
                     break
                 plans.append(result.plan)
                 for record in result.records:
                     records.setdefault(record.policy, []).append(record)
-            summary = {p: summarise(records[p]) for p in POLICIES if p in records}
+                records.setdefault(ONE_ZONE, []).extend(r for r in one_zone.records if r.policy == "srifty")
+            summary = {p: summarise(records[p]) for p in (POLICIES[0], ONE_ZONE, *POLICIES[1:]) if p in records}
             row = {
                 "refused": refused,
                 "spec": name,
@@ -244,14 +255,15 @@ def calibration_table(cal: dict[str, Any]) -> list[str]:
 def replay_table(rep: dict[str, Any]) -> list[str]:
     rows = [
         "| spec | deadline | srifty's plan (P(deadline) predicted) | policy | deadline met | budget met | cost mean "
-        "| cost p95 | saving vs on_demand | gap to oracle | losses |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cost p95 | saving vs on_demand | gap to oracle | losses | zone moves |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     goal_met = goal_cost = total = 0
+    moves: list[tuple[float, float, float]] = []
     for r in rep["rows"]:
         if r.get("refused"):
             rows.append(f"| {r['spec']} | {r['deadline']} ({r['deadline_s']:,.0f} s) | no plan: {r['refused']} |"
-                        " | | | | | | | |")  # fmt: skip
+                        " | | | | | | | | |")  # fmt: skip
             continue
         pols = r["policies"]
         od = pols.get("on_demand", {}).get("cost_usd_mean")
@@ -265,7 +277,8 @@ def replay_table(rep: dict[str, Any]) -> list[str]:
             rows.append(
                 f"| {r['spec']} | {r['deadline']} ({r['deadline_s']:,.0f} s) | {plan} | {name} "
                 f"| {_pct(fig['deadline_met_fraction'])} | {_pct(fig['budget_met_fraction'])} | {_usd(cost)} "
-                f"| {_usd(fig['cost_usd_p95'])} | {saving} | {gap} | {fig['losses_mean']:.2f} |"
+                f"| {_usd(fig['cost_usd_p95'])} | {saving} | {gap} | {fig['losses_mean']:.2f} "
+                f"| {_p2(fig.get('zone_moves_mean'))} |"
             )
         s, up = pols.get("srifty"), pols.get("uniform_progress")
         if s is not None and up is not None:
@@ -273,12 +286,30 @@ def replay_table(rep: dict[str, Any]) -> list[str]:
             met = s["deadline_met_fraction"] or 0.0
             goal_met += met >= 0.9
             goal_cost += s["cost_usd_mean"] <= up["cost_usd_mean"] + 1e-9 and met >= (up["deadline_met_fraction"] or 0)
+        one = pols.get(ONE_ZONE)
+        if s is not None and one is not None:
+            moves.append(
+                (
+                    s["cost_usd_mean"] / one["cost_usd_mean"] - 1,
+                    s["cost_usd_p95"] / one["cost_usd_p95"] - 1,
+                    (s["deadline_met_fraction"] or 0.0) - (one["deadline_met_fraction"] or 0.0),
+                )
+            )
     rows += [
         "",
         f"srifty met the deadline in at least its stated confidence (90 %) of runs in {goal_met} of {total} "
         f"spec × deadline pairs, and cost no more than uniform_progress at an equal or higher met fraction in "
         f"{goal_cost} of {total}.",
     ]
+    if moves:
+        mean, p95, met_change = zip(*moves, strict=True)
+        rows += [
+            "",
+            f"Zone moves against srifty kept in one zone, on the same runs ({len(moves)} pairs): mean cost "
+            f"{statistics.median(mean):+.1%} (median over pairs; {min(mean):+.1%} to {max(mean):+.1%}), p95 cost "
+            f"{statistics.median(p95):+.1%} ({min(p95):+.1%} to {max(p95):+.1%}), deadline met "
+            f"{min(met_change):+.1%} to {max(met_change):+.1%}.",
+        ]
     return rows
 
 

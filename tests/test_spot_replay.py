@@ -3,6 +3,7 @@ oracle's bound, the JSON schema, and bad trace files."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -23,7 +24,7 @@ from srifty.evaluate.spot_replay import (
 )
 from srifty.spot.policy import JobPace, OnDemandOnly, SpotRestart, SriftyPolicy, UniformProgress
 from srifty.vocab import Config, ConfigGroup
-from srifty.vocab.spot_policy import SpotView
+from srifty.vocab.spot_policy import SpotDecision, SpotView
 from srifty.vocab.spot_trace import SpotTrace
 
 P3 = load_catalog().get("p3.2xlarge", "us-west-2")
@@ -146,6 +147,7 @@ def test_summary_has_the_issues_schema() -> None:
         "cost_usd_p95",
         "finish_s_p95",
         "losses_mean",
+        "zone_moves_mean",
         "runs",
     }
     assert summary["deadline_met_fraction"] == 1.0 and summary["budget_met_fraction"] is None
@@ -262,3 +264,183 @@ def test_the_controller_asks_the_spot_policy_at_a_loss_and_re_plans_on_its_marke
     markets = {c.market for c in asked[-1].candidates}
     assert markets == ({"on_demand"} if action == "on_demand" else {"spot", "on_demand"})
     assert ctl.on_demand_only == (action == "on_demand")
+
+
+# ---- zone moves -------------------------------------------------------------------------------------------
+
+HOME, OTHER = "usw2-az1", "usw2-az2"  # p3.2xlarge spot: $0.6598/h in az1, $0.5415/h in az2
+
+
+def zone_view(
+    available: bool | None,
+    other: bool | None,
+    now: float = 0.0,
+    mode: str = "waiting",
+    event: str = "tick",
+    deadline: float | None = 4000.0,
+) -> SpotView:
+    return SpotView(now, deadline, None, 0.0, 0.0, 1000, mode, event, available, zone=HOME,  # type: ignore[arg-type]
+                    zones_available=((OTHER, other),))  # fmt: skip
+
+
+def zone_policy(home_usd: float, other_usd: float, wait_s: float = 600.0, on_demand: float = 10.0) -> SriftyPolicy:
+    prices = ((HOME, home_usd), (OTHER, other_usd))
+    return SriftyPolicy(PACE, 0.9, 1 / 3600, 600.0, zone_prices_usd_per_hour=prices, on_demand_usd_per_hour=on_demand,
+                        capacity_wait_s=wait_s, capacity_wait_sd_s=wait_s)  # fmt: skip
+
+
+def test_the_srifty_policy_moves_zone_only_when_capacity_is_away_and_the_move_pays() -> None:
+    cheaper, dearer = zone_policy(1.0, 1.0), zone_policy(1.0, 2.0)
+    moved = cheaper.decide(zone_view(False, True))
+    assert moved.action == "spot" and moved.zone == OTHER and "no higher price" in moved.reason
+    assert cheaper.decide(zone_view(True, True)).zone is None  # capacity is here: stay
+    assert cheaper.decide(zone_view(False, False)).zone is None  # nowhere to go: wait
+    # dearer elsewhere ($1/h more, on-demand $9/h more): with 2,900 s of slack the wait (600 s mean and spread)
+    # outlasts it with probability 0.01, not worth $1/h; with 330 s, 0.6 is
+    assert dearer.p_wait_exceeds(2900.0) < 0.02 < 0.5 < dearer.p_wait_exceeds(330.0) < 0.7
+    assert dearer.decide(zone_view(False, True)).zone is None
+    late = dearer.decide(zone_view(False, True, now=2500.0))
+    assert late.action == "spot" and late.zone == OTHER and "probability 0.6" in late.reason
+    # never to a zone whose spot price reaches the on-demand one
+    assert zone_policy(1.0, 2.0, on_demand=2.0).decide(zone_view(False, True, now=2500.0)).zone is None
+    # from the on-demand fallback: back to spot in the other zone when the slack covers it
+    back = dearer.decide(zone_view(False, True, mode="on_demand"))
+    assert back.action == "spot" and back.zone == OTHER
+    # a real run knows no capacity: after a loss it tries a zone that may have it, if no dearer
+    real = cheaper.decide(zone_view(None, None, event="loss"))
+    assert real.zone == OTHER and "not known" in real.reason
+    assert cheaper.decide(zone_view(None, None, event="tick")).zone is None
+    # no deadline: moves only where it costs no more
+    assert cheaper.decide(zone_view(False, True, deadline=None)).zone == OTHER
+    assert dearer.decide(zone_view(False, True, deadline=None)).zone is None
+
+
+def test_the_srifty_policy_moves_back_to_a_cheaper_zone_when_the_rest_of_the_job_pays_for_it() -> None:
+    policy = zone_policy(2.0, 1.0)  # training in HOME at $2/h; OTHER has capacity at $1/h
+
+    def running(done: float, other: bool = True, now: float = 0.0) -> SpotView:
+        return SpotView(now, 40000.0, None, 0.0, done, 1000, "spot", "tick", True, zone=HOME,
+                        zones_available=((OTHER, other),))  # fmt: skip
+
+    # 1,000 s left save $0.28, more than twice the $0.09 a 105 s relaunch costs at both prices
+    back = policy.decide(running(0.0))
+    assert back.zone == OTHER and "saves" in back.reason
+    assert policy.decide(running(900.0)).zone is None  # 100 s left save less than the move costs
+    assert policy.decide(running(0.0, other=False)).zone is None
+    assert zone_policy(1.0, 2.0).decide(running(0.0)).zone is None  # already in the cheaper zone
+
+
+def test_a_zone_move_needs_a_spot_answer() -> None:
+    with pytest.raises(ValueError, match="zone move"):
+        SpotDecision("on_demand", "x", zone=OTHER)
+
+
+def two_zone_job(deadline_s: float | None = 4000.0) -> ReplayJob:
+    spot = Config((ConfigGroup(P3, 2, 32, "spot"),), HOME)
+    return dataclasses.replace(job(deadline_s=deadline_s), spot=spot)
+
+
+def test_a_zone_move_skips_the_wait_and_bills_the_new_zone() -> None:
+    """Capacity leaves the home zone at 600 s for 2,400 s; the other zone has it throughout."""
+    home = trace([2] * 10 + [0] * 40 + [2] * 200)
+    other = trace([2] * 250)
+    j, policy = two_zone_job(), zone_policy(0.6598, 0.5415)
+    stayed = replay(j, home, 0.0, policy, launch_rng)
+    moved = replay(j, home, 0.0, policy, launch_rng, {OTHER: other})
+    assert stayed.zone_moves == 0 and moved.zone_moves == 1 and moved.losses == stayed.losses == 1
+    assert moved.finish_s < stayed.finish_s - 2000.0 and moved.cost_usd < stayed.cost_usd
+    assert any("usw2-az2" in reason for _, _, reason in moved.decisions)
+    # billed at the new zone's price after the move: the same run at az1's price would cost more
+    assert j.price_per_s("spot", OTHER) < j.price_per_s("spot")
+    # a policy that never moves ignores the other zone
+    assert replay(j, home, 0.0, SpotRestart(), launch_rng, {OTHER: other}).zone_moves == 0
+
+
+def test_losses_follow_the_zone_the_job_moved_to() -> None:
+    home = trace([2] * 10 + [0] * 240)
+    other = trace([2] * 20 + [0] * 10 + [2] * 220)  # the other zone loses capacity at 1,200 s
+    run = replay(two_zone_job(None), home, 0.0, zone_policy(0.6598, 0.5415), launch_rng, {OTHER: other})
+    assert run.zone_moves == 1 and run.losses == 2 and math.isfinite(run.finish_s)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 2), min_size=5, max_size=60),
+    st.lists(st.integers(0, 2), min_size=5, max_size=60),
+    st.floats(1200.0, 6000.0),
+)
+def test_the_oracle_with_every_zone_costs_no_more_than_srifty_moving_zones(
+    held: list[int], held_other: list[int], deadline: float
+) -> None:
+    home, other = trace([*held, 2]), trace([*held_other, 2])
+    j = two_zone_job(deadline)
+    run = replay(j, home, 0.0, zone_policy(0.6598, 0.5415), launch_rng, {OTHER: other})
+    oracle = oracle_run(j, home, 0.0, {OTHER: other})
+    assert oracle.deadline_met and oracle.cost_usd <= oracle_run(j, home, 0.0).cost_usd + 1e-9
+    if run.deadline_met:
+        assert oracle.cost_usd <= run.cost_usd + 1e-9
+
+
+def test_traces_recorded_together_stand_for_the_other_zones() -> None:
+    from srifty.evaluate.spot_eval import recorded_with, zone_traces
+
+    def named(name: str, zone: str, n: int = 10, gap: float = 60.0) -> SpotTrace:
+        return SpotTrace(name, "p3.2xlarge", "aws", zone, "us-west-2", gap, (1,) * n, "0" * 64)
+
+    a = named("day1/us-west-2a_v100_1.json", "us-west-2a")
+    b = named("day1/us-west-2b_v100_1.json", "us-west-2b")
+    c = named("day1/us-west-2c_v100_1.json", "us-west-2c")
+    other_day = named("day2/us-west-2b_v100_1.json", "us-west-2b")
+    shorter = named("day1/us-west-2d_v100_1.json", "us-west-2d", n=5)
+    assert recorded_with(a, [a, b, c, other_day, shorter]) == [b, c]
+    assert zone_traces(a, [a, b, c], [OTHER]) == {OTHER: b}  # more traces than zones: the first by name
+    assert zone_traces(a, [a, other_day], [OTHER]) == {}
+
+
+def test_the_controller_moves_the_job_to_the_zone_the_policy_names(tmp_path: Path) -> None:
+    """A zone move at a loss in ``srifty run``'s controller: logged, and the re-plan is in the new zone with the
+    lost type allowed again there (its ban was of the zone left)."""
+    from types import SimpleNamespace
+
+    from srifty.plan import zone_prices
+    from srifty.runtime.controller import Controller
+    from srifty.runtime.decisions import DecisionLog
+    from srifty.spec import spec_from_mapping
+    from srifty.vocab import parse_config
+
+    spec = spec_from_mapping(
+        {
+            "model": "resnet50",
+            "global_batch": 256,
+            "iterations": 1000,
+            "goal": "min_cost",
+            "deadline_s": 100000.0,
+            "region": "us-east-1",
+            "candidates": [
+                {"instance_type": "p3.8xlarge", "market": "spot", "quota": 2},
+                {"instance_type": "p3.8xlarge", "market": "on_demand", "quota": 2},
+            ],
+        }
+    )
+    config = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
+    prices = zone_prices(config)
+    home, other = config.spot_zone(), prices[1][0]
+    assert prices[0][0] == home  # the configuration sits in its cheapest zone
+    asked: list = []
+
+    def replan(remaining):  # type: ignore[no-untyped-def]
+        asked.append(remaining)
+        return SimpleNamespace(feasible=False, best=None, infeasibility=None)
+
+    # the other zone priced as low as home (a real run does not know where capacity is: it tries there)
+    policy = SriftyPolicy(JobPace(1.0, 1.0, 150.0), 0.9, zone_prices_usd_per_hour=((home, 1.0), (other, 1.0)))
+    log = DecisionLog(tmp_path / "decisions.jsonl")
+    ctl = Controller(spec, config, replan, log, start_s=0.0, window_s=60.0, policy=policy)
+    ctl.on_preemption("p3.8xlarge", "spot", 1, 400.0)
+    moved = next(d for d in log.read() if d.action == "zone_move")
+    assert moved.details["from"] == home and moved.details["to"] == other
+    assert ctl.spot_zone() == other
+    remaining = asked[-1]
+    assert remaining.zones == (other,)
+    spot = [c for c in remaining.candidates if c.market == "spot"]
+    assert spot and spot[0].quota == 2  # the type lost in the old zone may be launched again here

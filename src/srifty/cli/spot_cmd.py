@@ -71,7 +71,8 @@ def eval_spot_command(
         typer.Option(
             "--trace",
             help="Spot trace file (repeatable): <zone>_<gpu>_<gpus per VM>.json or FILE=INSTANCE_TYPE; each is "
-            "replayed as the behaviour of the plan's own zone.",
+            "replayed as the behaviour of the plan's own zone, and the traces recorded with it (same folder, gap "
+            "and length) as the region's other zones.",
         ),
     ],
     starts: Annotated[int, typer.Option(help="Runs per policy, their start times spread over the traces.")] = 50,
@@ -80,6 +81,13 @@ def eval_spot_command(
     spot_model: Annotated[
         Path | None, typer.Option("--spot-model", help="srifty's spot model (default: the spec's, or embedded).")
     ] = None,
+    zone_moves: Annotated[
+        bool,
+        typer.Option(
+            "--zone-moves/--no-zone-moves",
+            help="Let srifty's policy move its spot VMs to the zones of the traces recorded with each replayed one.",
+        ),
+    ] = True,
 ) -> None:
     """Judge srifty's spot policy against on_demand, spot_restart, uniform_progress and the oracle by replaying
     real spot traces on the EMULATED cloud."""
@@ -94,7 +102,7 @@ def eval_spot_command(
     spec = load_spec(spec_path)
     traces = [load_trace(t, catalog) for t in trace]
     model = SpotModel.load(spot_model) if spot_model is not None else None
-    result = eval_spot(spec, traces, starts, seed, model, catalog)
+    result = eval_spot(spec, traces, starts, seed, model, catalog, move_zones=zone_moves)
     plan = result.plan
     out.print(
         f"srifty's plan: {plan['config']} (spot twin {plan['spot_twin']}, on-demand twin {plan['on_demand_twin']}); "
@@ -102,7 +110,9 @@ def eval_spot_command(
         soft_wrap=True,
     )
     table = Table(title=f"spot policies replayed on {len(traces)} trace(s), {starts} starts (EMULATED cloud)")
-    columns = ("policy", "deadline met", "budget met", "cost mean", "cost p95", "finish p95", "losses", "runs")
+    columns = (
+        "policy", "deadline met", "budget met", "cost mean", "cost p95", "finish p95", "losses", "zone moves", "runs"
+    )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for name in POLICIES:
@@ -117,9 +127,14 @@ def eval_spot_command(
             "—" if row["cost_usd_p95"] is None else f"${row['cost_usd_p95']:,.2f}",
             "—" if row["finish_s_p95"] is None else f"{row['finish_s_p95']:,.0f} s",
             _fmt(row["losses_mean"], ".2f"),
+            _fmt(row["zone_moves_mean"], ".2f"),
             str(row["runs"]),
         )
     out.print(table)
+    moves = {name: zones for name, zones in result.plan["zone_traces"].items() if zones}
+    for name, zones in moves.items():
+        paired = ", ".join(f"{zone} ← {other}" for zone, other in zones.items())
+        out.print(f"zones for runs on {name}: {paired} (trace zones paired with catalog zone IDs, an assumption)")
     for note in result.notes:
         out.print(f"note: {note}")
     if json_out is not None:

@@ -12,7 +12,15 @@ model. Its plan ``P`` (spot, on-demand or mixed, in one zone) fixes the configur
 * ``oracle``: the spot twin and the on-demand twin, knowing the trace (a lower bound on cost).
 
 Every policy runs from the same start times (spread over the traces) with the same launch-time draws; the
-judge (:mod:`srifty.evaluate.spot_replay`) reads the traces and the emulated cloud's truth only. Policies that
+judge (:mod:`srifty.evaluate.spot_replay`) reads the traces and the emulated cloud's truth only.
+
+Zone moves (``move_zones``, on by default): a run replayed on a trace may also be given the traces recorded
+with it (the same folder, gap and length) of other zones of its region, as the region's other zones. Trace
+files name zones (``us-west-2b``) and the catalog zone IDs (``usw2-az2``), which AWS maps per account, so the
+pairing is an assumption, stated: the other traces (by zone name) go to the catalog's other zones that offer
+the plan's spot types (cheapest first). srifty's policy may move there; the baselines stay in their zone
+(``spot_restart`` and ``uniform_progress`` are single-zone rules); the oracle may use every zone, so it stays a
+lower bound. Policies that
 need a configuration the spec does not offer (no on-demand, no spot) are left out, and the result says so.
 """
 
@@ -30,7 +38,7 @@ from srifty.errors import SpecError
 from srifty.evaluate.scenario import learned_inputs
 from srifty.evaluate.spot_replay import ReplayJob, RunRecord, oracle_run, replay, start_times_s, summarise
 from srifty.evaluate.world import World, make_world
-from srifty.plan import PlanInputs, core_config, expand_offers, pace_of, plan_job, policy_for, spec_area
+from srifty.plan import PlanInputs, core_config, expand_offers, pace_of, plan_job, policy_for, spec_area, zone_prices
 from srifty.spec import JobSpec
 from srifty.spot import SpotModel
 from srifty.spot.policy import OnDemandOnly, SpotRestart, UniformProgress
@@ -109,11 +117,15 @@ def eval_spot(
     catalog: Catalog | None = None,
     profile_dirs: Sequence[Path] = (),
     learned: tuple[World, PlanInputs] | None = None,
+    move_zones: bool = True,
+    zone_pool: Sequence[SpotTrace] = (),
 ) -> SpotEvalResult:
     """Judge srifty's spot policy and the baselines on ``traces`` (see the module docstring).
 
     Args:
         learned: the emulated cloud and what srifty learned of it (:func:`learn_for`), to reuse across calls.
+        move_zones: give each run the traces recorded with its own as the region's other zones.
+        zone_pool: more traces that may stand for other zones (never replayed as a run's own).
 
     Raises:
         SpecError: no traces, fewer than one start, a spec planned in several regions, or one srifty finds no
@@ -160,8 +172,12 @@ def eval_spot(
         )
 
     pace = pace_of(problem, best)
+    other_zones = [z for z, _ in zone_prices(chosen, spec.zones or None) if z != spot_zone] if move_zones else []
     runs: dict[str, tuple[SpotPolicy | None, ReplayJob]] = {
-        "srifty": (policy_for(problem, best), job(chosen, od_twin if fallback is not None else None, core))
+        "srifty": (
+            policy_for(problem, best, other_zones),
+            job(chosen.placed(spot_zone), od_twin if fallback is not None else None, core),
+        )
     }
     notes = []
     if od_twin is not None:
@@ -177,16 +193,20 @@ def eval_spot(
     else:
         notes.append("spot_restart, uniform_progress and oracle left out: the plan's types have no spot offer")
     records: dict[str, list[RunRecord]] = {name: [] for name in runs}
+    pool = [*traces, *zone_pool]
+    zones_of = {id(trace): zone_traces(trace, pool, other_zones) for trace in traces}
     for index, (trace, start) in enumerate(start_times_s(traces, starts, named_rng(seed, "spot-starts"))):
+        zones = zones_of[id(trace)]
         for name, (policy, replay_job) in runs.items():
             if policy is None:
-                records[name].append(oracle_run(replay_job, trace, start))
+                records[name].append(oracle_run(replay_job, trace, start, zones))
                 continue
 
             def launch_rng(k: int, index: int = index) -> Any:
                 return named_rng(seed, "spot-launch", index, k)
 
-            records[name].append(replay(replay_job, trace, start, policy, launch_rng))
+            moves = zones if name == "srifty" else None
+            records[name].append(replay(replay_job, trace, start, policy, launch_rng, moves))
     summary = {name: summarise(records[name]) for name in POLICIES if name in records}
     risk = best.risk
     plan_record = {
@@ -203,6 +223,9 @@ def eval_spot(
         "expected_cost_usd": best.cost_usd,
         "expected_spot_losses": None if risk is None else risk.expected_losses,
         "spot_sources": [] if risk is None else [s for _, s in risk.spot_sources],
+        "zone_traces": {
+            trace.name: {zone: other.name for zone, other in zones_of[id(trace)].items()} for trace in traces
+        },
     }
     return SpotEvalResult(
         spec.name or "",
@@ -214,6 +237,29 @@ def eval_spot(
         [r for rs in records.values() for r in rs],
         notes,
     )
+
+
+def recorded_with(home: SpotTrace, traces: Sequence[SpotTrace]) -> list[SpotTrace]:
+    """The traces of ``traces`` recorded with ``home``: the same folder, gap and length, other zones of its
+    region; one per zone, by zone name."""
+    folder = home.name.rpartition("/")[0]
+    siblings: dict[str, SpotTrace] = {}
+    for trace in traces:
+        if (
+            trace.name.rpartition("/")[0] == folder
+            and trace.gap_s == home.gap_s
+            and len(trace.held) == len(home.held)
+            and trace.region == home.region
+            and trace.zone != home.zone
+        ):
+            siblings.setdefault(trace.zone, trace)
+    return [siblings[zone] for zone in sorted(siblings)]
+
+
+def zone_traces(home: SpotTrace, traces: Sequence[SpotTrace], zones: Sequence[str]) -> dict[str, SpotTrace]:
+    """The traces recorded with ``home`` paired with ``zones`` (the catalog's other zones, cheapest first):
+    see the module docstring."""
+    return dict(zip(zones, recorded_with(home, traces), strict=False))
 
 
 def _cheapest_common_zone(config: Config) -> str | None:

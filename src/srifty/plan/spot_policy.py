@@ -4,6 +4,10 @@ build the policy they call from here, so both act on the same object."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+
 from srifty.catalog import Catalog, load_catalog
 from srifty.errors import SpecError
 from srifty.plan.problem import PlanProblem
@@ -28,8 +32,22 @@ def pace_of(problem: PlanProblem, scored: Scored) -> JobPace:
     )
 
 
-def policy_for(problem: PlanProblem, scored: Scored) -> SriftyPolicy:
-    """srifty's policy for running ``scored`` (a scored, placed configuration of ``problem``)."""
+def zone_prices(config: Config, zones: Collection[str] | None = None) -> tuple[tuple[str, float], ...]:
+    """``config``'s price per hour (USD) in each zone of its region that offers every one of its spot groups
+    (only those of ``zones`` when given), cheapest first; empty without spot groups."""
+    spot = [g for g in config.groups if g.market == "spot"]
+    if not spot:
+        return ()
+    common = set.intersection(*(set(dict(g.instance.spot_usd_per_hour_by_zone)) for g in spot))
+    if zones is not None:
+        common &= set(zones)
+    priced = [(zone, replace(config, zone=zone).price_usd_per_hour()) for zone in sorted(common)]
+    return tuple(sorted(priced, key=lambda item: (item[1], item[0])))
+
+
+def policy_for(problem: PlanProblem, scored: Scored, move_zones: Sequence[str] = ()) -> SriftyPolicy:
+    """srifty's policy for running ``scored`` (a scored, placed configuration of ``problem``), allowed to move
+    its spot VMs to the zones of ``move_zones`` (none: it stays in its zone)."""
     pace = pace_of(problem, scored)
     risk = scored.risk
     spot = [g for g in scored.config.groups if g.market == "spot"]
@@ -40,7 +58,22 @@ def policy_for(problem: PlanProblem, scored: Scored) -> SriftyPolicy:
     process = loss_process(figures)
     interval = risk.checkpoint_interval_s or BASELINE_CHECKPOINT_S
     event_cost = pace.restart_s + interval / 2 + process.downtime_mean_s
-    return SriftyPolicy(pace, problem.confidence, process.events_per_s, event_cost, interval)
+    home = scored.config.spot_zone()
+    prices = zone_prices(scored.config, {*move_zones, *([home] if home else [])}) if move_zones else ()
+    groups = scored.config.groups
+    offered = all(g.instance.on_demand_usd_per_hour is not None for g in groups)
+    on_demand = sum(g.count * g.instance.price_usd_per_hour("on_demand") for g in groups) if offered else None
+    return SriftyPolicy(
+        pace,
+        problem.confidence,
+        process.events_per_s,
+        event_cost,
+        interval,
+        zone_prices_usd_per_hour=prices,
+        on_demand_usd_per_hour=on_demand,
+        capacity_wait_s=process.downtime_mean_s,
+        capacity_wait_sd_s=math.sqrt(max(process.downtime_var_s2, 0.0)),
+    )
 
 
 def scored_config(spec: JobSpec, config: Config, catalog: Catalog | None = None) -> tuple[PlanProblem, Scored]:

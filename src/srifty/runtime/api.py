@@ -25,6 +25,7 @@ from srifty.plan import (
     scored_config,
     spec_area,
     spec_config,
+    zone_prices,
 )
 from srifty.processes import describe, end_marked, is_alive
 from srifty.runtime.checkpoint_interval import MAX_LOSS_SHARE, checkpoint_interval_iters, loss_events_per_hour
@@ -68,14 +69,20 @@ def config_from_plan(plan_path: Path, spec_path: Path, spec: JobSpec) -> tuple[C
     return config, float(best["iter_mean_s"])
 
 
-def spot_policy_for(spec: JobSpec, config: Config, plan: Plan | None = None) -> SriftyPolicy | None:
+def spot_policy_for(
+    spec: JobSpec, config: Config, plan: Plan | None = None, move_zones: bool = True
+) -> SriftyPolicy | None:
     """srifty's spot policy for running ``config`` (``None`` without spot VMs): from the plan that chose it, or
-    from the configuration scored as ``srifty plan`` would (a plan file or ``--config``)."""
+    from the configuration scored as ``srifty plan`` would (a plan file or ``--config``). With ``move_zones``
+    it may move the spot VMs to the region's other zones that the spec allows (``zones:``; all by default) and
+    that offer every spot type of ``config``; on a host file there is nowhere to move (``move_zones=False``)."""
     if not any(g.market == "spot" for g in config.groups):
         return None
+    home = config.spot_zone()
+    zones = [z for z, _ in zone_prices(config, spec.zones or None) if z != home] if move_zones else []
     if plan is not None and plan.best is not None and plan.best.config.key == config.key:
-        return policy_for(plan.problem, plan.best)
-    return policy_for(*scored_config(spec, config))
+        return policy_for(plan.problem, plan.best, zones)
+    return policy_for(*scored_config(spec, config), zones)
 
 
 def plan_remaining(remaining: JobSpec) -> Plan:

@@ -189,7 +189,7 @@ def run_cluster_job(
     out = Path(run_dir).resolve()
     check_reachable(hosts, launcher, 15.0)
     prepare_run_dir(out, report)
-    policy = spot_policy_for(host_spec, config)
+    policy = spot_policy_for(host_spec, config, move_zones=False)  # hosts stay where they are
     every = ckpt_every or default_ckpt_every(spec, config, iter_s, policy)
     options = ClusterOptions(
         ckpt_dir=ckpt_dir or str(out / "checkpoints"), ckpt_every=every, heartbeat_timeout_s=heartbeat_timeout_s,

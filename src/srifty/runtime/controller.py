@@ -19,7 +19,9 @@ already running keeps it (``keep``): relaunching the same VMs would only cost a 
 With a spot policy (:mod:`srifty.spot.policy`, the same object the trace replay of ``srifty eval spot``
 calls), every loss of spot VMs and every progress check on spot asks it whether to stay on spot or fall back
 to on-demand (``spot_policy`` decisions, logged with the view it saw and its reason). Staying on spot re-plans
-as above; falling back re-plans over on-demand VMs only, for the rest of the job.
+as above; falling back re-plans over on-demand VMs only, for the rest of the job. A *zone move* (the policy
+answers spot in another zone of the region; a real run does not know where capacity is, so the policy sees
+the other zones as "not known") re-plans the whole job in that zone: its bans were of the zone left.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from srifty.catalog import load_catalog
-from srifty.errors import SpecError
+from srifty.errors import CatalogError, SpecError
 from srifty.plan import Plan, expand_offers
 from srifty.runtime.decisions import Decision, DecisionLog
 from srifty.runtime.progress import DEFAULT_WINDOW_S, ProgressTracker
@@ -77,7 +79,7 @@ class Controller:
     __slots__ = (
         "_banned", "_config", "_config_since_s", "_find_slow", "_iteration", "_log", "_next_check_s",
         "_on_demand_only", "_policy", "_policy_said", "_quotas", "_replan_fn", "_set_aside", "_spec",
-        "_spent_before_usd", "_start_s", "_survivors", "_tracker",
+        "_spent_before_usd", "_start_s", "_survivors", "_tracker", "_zone",
     )  # fmt: skip
 
     def __init__(
@@ -117,6 +119,8 @@ class Controller:
         self._on_demand_only = False
         # The job starts on its planned markets: only a change of the policy's answer is logged at a check.
         self._policy_said = "spot" if any(g.market == "spot" for g in config.groups) else "on_demand"
+        # The zone the job's spot VMs run in, once the policy has moved them (None: the configuration's).
+        self._zone: str | None = None
         self._emit(
             first or Decision(start_s, 0, "start", "training starts on the planned configuration", config.notation())
         )
@@ -352,6 +356,8 @@ class Controller:
         """What the spot policy sees now (``event``: ``loss`` or ``tick``); spot capacity is not known in a
         real run (a relaunch is simply tried)."""
         on_spot = any(g.market == "spot" for g in self.config.groups)
+        zone = self.spot_zone()
+        moves = dict(getattr(self._policy, "zone_prices_usd_per_hour", ()))
         return SpotView(
             now_s=now_s - self._start_s,
             deadline_s=self.spec.deadline_s,
@@ -364,7 +370,18 @@ class Controller:
             spot_available=None,
             next_ask_s=self._iteration_s(),
             observed_iter_s=self._iteration_s() or None,
+            zone=zone,
+            zones_available=tuple((other, None) for other in sorted(moves) if other != zone),
         )
+
+    def spot_zone(self) -> str | None:
+        """The zone the job's spot VMs run in (or are relaunched in)."""
+        if self._zone is not None:
+            return self._zone
+        try:
+            return self._config.spot_zone()
+        except CatalogError:
+            return None
 
     def _iteration_s(self) -> float:
         """The last window's mean iteration time (the policy is asked again after the next iteration)."""
@@ -388,6 +405,20 @@ class Controller:
                     {"action": decision.action, "policy": self._policy.name, "view": view.__dict__, **decision.details},
                 )
             )
+        if decision.zone is not None and decision.zone != view.zone:
+            self._emit(
+                Decision(
+                    now_s,
+                    self.iteration,
+                    "zone_move",
+                    f"the spot VMs move from {view.zone} to {decision.zone}; bans of {view.zone} are lifted",
+                    self.config.notation(),
+                    {"from": view.zone, "to": decision.zone, "banned_before": sorted(map(list, self._banned))},
+                )
+            )
+            self._zone = decision.zone
+            self._banned.clear()
+            self._survivors = []  # the whole job relaunches in the new zone
         self._policy_said = decision.action
         return decision.action
 
@@ -415,7 +446,7 @@ class Controller:
             return None
         alive = self._survivors if self._survivors is not None else list(self._config.groups)
         running = {(g.instance.name, g.market): g.count for g in alive}
-        zone = self._config.spot_zone()
+        zone = self.spot_zone()
         here = self._spec.model_copy(
             update={
                 "cloud": self._config.cloud,

@@ -23,6 +23,7 @@ Action = Literal[
     "slow_host",
     "no_alternative",
     "spot_policy",
+    "zone_move",
     "interrupted",
     "finish",
 ]

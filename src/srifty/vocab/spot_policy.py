@@ -1,7 +1,8 @@
 """What a spot policy sees and says: the interface between a policy and whoever runs the job.
 
 A *spot policy* decides, from progress, time left and money left, whether a job should run on its spot
-configuration (relaunching it, or waiting for spot capacity to come back) or on its on-demand fallback.
+configuration (relaunching it, or waiting for spot capacity to come back), move it to another zone of its
+region, or run on its on-demand fallback.
 The real controller (:mod:`srifty.runtime`) and the judge's trace replay (:mod:`srifty.evaluate.spot_replay`)
 call the same policy objects through this interface; neither needs the other, nor the policies' own
 models. Times are seconds from the job's start; money in USD.
@@ -40,6 +41,10 @@ class SpotView:
             what it decides now has to hold that long.
         observed_iter_s: the iteration time measured so far on the job's spot configuration or its on-demand
             twin (the same groups; ``None`` before either has trained).
+        zone: the zone the spot configuration runs in (or would be relaunched in); ``None``: not placed.
+        zones_available: the other zones of the region the job may move to, each with whether the spot
+            configuration's VMs can be had there now (``None``: not known, as in a real run, where a launch
+            there is simply tried); empty: no other zone is offered.
     """
 
     now_s: float
@@ -53,6 +58,8 @@ class SpotView:
     spot_available: bool | None = None
     next_ask_s: float = 0.0
     observed_iter_s: float | None = None
+    zone: str | None = None
+    zones_available: tuple[tuple[str, bool | None], ...] = ()
 
     @property
     def remaining_iterations(self) -> float:
@@ -72,11 +79,20 @@ class SpotView:
 
 @dataclass(frozen=True)
 class SpotDecision:
-    """A policy's answer, with its reason in words and the figures behind it (for the decision log)."""
+    """A policy's answer, with its reason in words and the figures behind it (for the decision log).
+
+    ``zone`` (with ``action == "spot"`` only): relaunch the spot configuration in that other zone of the region
+    (a *zone move*); ``None``: stay in the zone it is in.
+    """
 
     action: Action
     reason: str
     details: dict[str, Any] = field(default_factory=dict)
+    zone: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.zone is not None and self.action != "spot":
+            raise ValueError(f"a zone move needs action 'spot', got {self.action!r}")
 
 
 class SpotPolicy(Protocol):
