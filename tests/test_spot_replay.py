@@ -299,6 +299,9 @@ def test_the_srifty_policy_moves_zone_only_when_capacity_is_away_and_the_move_pa
     # outlasts it with probability 0.01, not worth $1/h; with 330 s, 0.6 is
     assert dearer.p_wait_exceeds(2900.0) < 0.02 < 0.5 < dearer.p_wait_exceeds(330.0) < 0.7
     assert dearer.decide(zone_view(False, True)).zone is None
+    # with 1,000 s of slack the expected on-demand cost ($9/h x 0.15) exceeds the $1/h, but not twice over
+    assert 0.11 < dearer.p_wait_exceeds(1000.0) < 0.22
+    assert dearer.decide(zone_view(False, True, now=1831.0)).zone is None
     late = dearer.decide(zone_view(False, True, now=2500.0))
     assert late.action == "spot" and late.zone == OTHER and "probability 0.6" in late.reason
     # never to a zone whose spot price reaches the on-demand one

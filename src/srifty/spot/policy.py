@@ -19,8 +19,9 @@ judge's truth).
   the policy relaunches there instead of waiting when that zone's spot price is no higher, or when the
   expected cost of waiting is higher: with probability ``P(D > slack)`` (``D`` the time capacity stays away,
   log-normal with the spot model's mean and spread) the wait outlasts the slack and the rest runs on
-  on-demand, so it moves when ``p_there − p_here < P(D > slack) · (p_on-demand − p_here)`` (per hour of the
-  rest of the job). Among the zones it may move to, the cheapest, and only a zone whose spot price is below
+  on-demand, so it moves when ``2 · (p_there − p_here) < P(D > slack) · (p_on-demand − p_here)`` (per hour of
+  the rest of the job; twice over, the policy's usual margin, since the other zone can lose its capacity too
+  and the move costs a relaunch). Among the zones it may move to, the cheapest, and only a zone whose spot price is below
   the on-demand one. From the on-demand fallback it goes back to spot in another zone under the same slack
   rule as in its own. Training in a zone dearer than one with capacity now, it moves back when the rest of
   the job saves more than twice what the relaunch costs.
@@ -200,11 +201,11 @@ class SriftyPolicy:
         extra = prices[target] - here
         if self.on_demand_usd_per_hour is not None:
             at_risk = p_late * (self.on_demand_usd_per_hour - here)
-            if extra < at_risk:
+            if 2.0 * extra < at_risk:
                 return target, (
                     f"capacity is away from {view.zone}; it stays away beyond the {slack:.0f} s of slack with "
-                    f"probability {p_late:.2f}, and then on-demand would cost ${at_risk:.2f}/h more in expectation "
-                    f"than the ${extra:.2f}/h {target} costs more: move to {target}, which {there}"
+                    f"probability {p_late:.2f}, and then on-demand would cost ${at_risk:.2f}/h more in expectation, "
+                    f"over twice the ${extra:.2f}/h {target} costs more: move to {target}, which {there}"
                 )
             return None
         if slack - self.capacity_wait_s < reserve:
