@@ -381,9 +381,12 @@ def write(results: Path) -> None:
         "",
         f"The three spot examples at three deadlines (0.9×, 1× and 2× the spec's), each replayed on the "
         f"{len(rep['traces'])} bundled us-west-2 traces ({', '.join(rep['traces'])}) with srifty's spot model "
-        f"fitted without the trace replayed; {rep['starts_per_trace']} start times per trace, the same for every "
+        f"fitted without the trace replayed and without the traces recorded with it, which stand for the region's "
+        f"other zones (paired with the catalog's zone IDs, cheapest first: an assumption, since AWS maps zone names "
+        f"to IDs per account); {rep['starts_per_trace']} start times per trace, the same for every "
         f"policy; launch times, iteration times and prices from the emulated cloud (seed {rep['seed']}). "
-        "Cost saving against on_demand and gap to the oracle (a lower bound: spot whenever there, no overheads) "
+        "Only srifty's policy moves zone; the baselines are single-zone rules. Cost saving against on_demand and "
+        "gap to the oracle (a lower bound: spot whenever there in any zone, at that zone's price, no overheads) "
         "on the mean cost.",
         "",
         *replay_table(rep),

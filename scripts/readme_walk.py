@@ -41,6 +41,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SHORT_EVAL = "--methods srifty --allocations 1 --iters 5 --fit-trials 1"
 ONE_CASE = "examples/case4-dlrm.yaml"
+ZONE_TRACES = " ".join(
+    f"--trace src/srifty/spot/data/traces/availability-1node-aws-02-15-2023/us-west-2{zone}_v100_1.json"
+    for zone in "abc"
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,12 @@ RULES: dict[str, Rule] = {
         "srifty eval spot examples/spot-resnet50-tight.yaml --trace src/srifty/spot/data/traces/"
         "preemption-4node-aws-08-03-2023/us-west-2c_v100_1.json --starts 2",
         "2 start times",
+        covered="tests/test_spot_replay.py",
+    ),
+    f"srifty eval spot examples/spot-vgg16-medium.yaml --starts 30 {ZONE_TRACES}": Rule(
+        "shortened",
+        f"srifty eval spot examples/spot-vgg16-medium.yaml --starts 3 {ZONE_TRACES}",
+        "3 start times",
         covered="tests/test_spot_replay.py",
     ),
 }

@@ -447,3 +447,32 @@ def test_the_controller_moves_the_job_to_the_zone_the_policy_names(tmp_path: Pat
     assert remaining.zones == (other,)
     spot = [c for c in remaining.candidates if c.market == "spot"]
     assert spot and spot[0].quota == 2  # the type lost in the old zone may be launched again here
+
+
+def test_eval_spot_gives_each_run_the_zones_recorded_with_its_trace(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`srifty eval spot` on three traces recorded together: each run's other zones are the other two, srifty
+    alone may move there, and the oracle (every zone) stays below every policy's mean cost."""
+    from srifty.spot import bundled_trace_paths
+    from tests.conftest import EXAMPLES
+
+    paths = sorted(str(p) for p in bundled_trace_paths() if "availability" in str(p) and "us-west-2" in str(p))
+    assert len(paths) == 3
+    traces = [arg for path in paths for arg in ("--trace", path)]
+    spec = str(EXAMPLES / "spot-vgg16-medium.yaml")
+    out = tmp_path / "moves.json"
+    code, stdout, err = cli("eval", "spot", spec, "--starts", "3", *traces, "--json", str(out))
+    assert code == 0, err
+    assert "zone moves" in stdout and "paired with catalog zone IDs" in stdout
+    doc = json.loads(out.read_text())
+    pairs = doc["plan"]["zone_traces"]
+    assert len(pairs) == 3 and all(len(zones) == 2 for zones in pairs.values())
+    assert all(name not in zones.values() for name, zones in pairs.items())  # never its own trace
+    policies = doc["policies"]
+    assert all(policies[p]["zone_moves_mean"] == 0.0 for p in ("on_demand", "spot_restart", "uniform_progress"))
+    oracle = policies["oracle"]["cost_usd_mean"]
+    assert all(oracle <= row["cost_usd_mean"] + 1e-9 for row in policies.values())
+    code, _, err = cli("eval", "spot", spec, "--starts", "3", *traces, "--no-zone-moves", "--json", str(out))
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["policies"]["srifty"]["zone_moves_mean"] == 0.0
+    assert all(not zones for zones in doc["plan"]["zone_traces"].values())
