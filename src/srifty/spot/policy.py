@@ -204,8 +204,8 @@ class SriftyPolicy:
             if 2.0 * extra < at_risk:
                 return target, (
                     f"capacity is away from {view.zone}; it stays away beyond the {slack:.0f} s of slack with "
-                    f"probability {p_late:.2f}, and then on-demand would cost ${at_risk:.2f}/h more in expectation, "
-                    f"over twice the ${extra:.2f}/h {target} costs more: move to {target}, which {there}"
+                    f"probability {p_late:.2f}, and then on-demand would cost ${at_risk:.3f}/h more in expectation, "
+                    f"over twice the ${extra:.3f}/h {target} costs more: move to {target}, which {there}"
                 )
             return None
         if slack - self.capacity_wait_s < reserve:
@@ -238,8 +238,8 @@ class SriftyPolicy:
         if saving < 2.0 * cost:
             return None
         return target, (
-            f"{target} has capacity at ${prices[target]:.2f}/h against ${here:.2f}/h here: the rest of the job "
-            f"saves ${saving:.2f}, more than twice the ${cost:.2f} a move costs"
+            f"{target} has capacity at ${prices[target]:.3f}/h against ${here:.3f}/h here: the rest of the job "
+            f"saves ${saving:.3f}, more than twice the ${cost:.3f} a move costs"
         )
 
     def p_wait_exceeds(self, wait_s: float) -> float:
