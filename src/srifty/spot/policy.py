@@ -21,10 +21,10 @@ judge's truth).
   log-normal with the spot model's mean and spread) the wait outlasts the slack and the rest runs on
   on-demand, so it moves when ``2 · (p_there − p_here) < P(D > slack) · (p_on-demand − p_here)`` (per hour of
   the rest of the job; twice over, the policy's usual margin, since the other zone can lose its capacity too
-  and the move costs a relaunch). Among the zones it may move to, the cheapest, and only a zone whose spot price is below
-  the on-demand one. From the on-demand fallback it goes back to spot in another zone under the same slack
-  rule as in its own. Training in a zone dearer than one with capacity now, it moves back when the rest of
-  the job saves more than twice what the relaunch costs.
+  and the move costs a relaunch). Among the zones it may move to, the cheapest, and only a zone whose spot
+  price is below the on-demand one. From the on-demand fallback it goes back to spot in another zone under
+  the same slack rule as in its own. Training in a zone dearer than one with capacity now, it moves back when
+  the rest of the job saves more than twice what the relaunch costs.
 * :class:`UniformProgress`: the reference rule of *Can't Be Late* (Wu et al., NSDI 2024): the job should be
   ``t / (deadline − restart)`` done at time ``t``; behind that line it runs on on-demand, ahead of it on spot
   (waiting when spot is away). With the same hard safety net as srifty's (no margin): when only the
