@@ -38,7 +38,7 @@ from srifty.errors import SpecError
 from srifty.evaluate.scenario import learned_inputs
 from srifty.evaluate.spot_replay import ReplayJob, RunRecord, oracle_run, replay, start_times_s, summarise
 from srifty.evaluate.world import World, make_world
-from srifty.plan import PlanInputs, core_config, expand_offers, pace_of, plan_job, policy_for, spec_area, zone_prices
+from srifty.plan import PlanInputs, core_config, expand_offers, other_zones, pace_of, plan_job, policy_for, spec_area
 from srifty.spec import JobSpec
 from srifty.spot import SpotModel
 from srifty.spot.policy import OnDemandOnly, SpotRestart, UniformProgress
@@ -172,10 +172,10 @@ def eval_spot(
         )
 
     pace = pace_of(problem, best)
-    other_zones = [z for z, _ in zone_prices(chosen, spec.zones or None) if z != spot_zone] if move_zones else []
+    movable = other_zones(chosen.placed(spot_zone), spec.zones) if move_zones else []
     runs: dict[str, tuple[SpotPolicy | None, ReplayJob]] = {
         "srifty": (
-            policy_for(problem, best, other_zones),
+            policy_for(problem, best, movable),
             job(chosen.placed(spot_zone), od_twin if fallback is not None else None, core),
         )
     }
@@ -194,7 +194,7 @@ def eval_spot(
         notes.append("spot_restart, uniform_progress and oracle left out: the plan's types have no spot offer")
     records: dict[str, list[RunRecord]] = {name: [] for name in runs}
     pool = [*traces, *zone_pool]
-    zones_of = {id(trace): zone_traces(trace, pool, other_zones) for trace in traces}
+    zones_of = {id(trace): zone_traces(trace, pool, movable) for trace in traces}
     for index, (trace, start) in enumerate(start_times_s(traces, starts, named_rng(seed, "spot-starts"))):
         zones = zones_of[id(trace)]
         for name, (policy, replay_job) in runs.items():

@@ -66,7 +66,7 @@ from srifty.plan.risk import core_config
 from srifty.plan.scoring import Scored, best_of, deadline_probability, job_time_cost, objective, preference, score
 from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, SearchOutcome, cheapest_counts, fewest_vms, optimize
 from srifty.plan.space import BatchPolicy, allowed_batches, config_of, count_configs, enumerate_configs, powers_of_two
-from srifty.plan.spot_policy import pace_of, policy_for, scored_config, zone_prices
+from srifty.plan.spot_policy import other_zones, pace_of, policy_for, scored_config, zone_prices
 
 __all__ = [
     "DEFAULT_MAX_SIM_CALLS",
@@ -130,6 +130,7 @@ __all__ = [
     "objective",
     "optimize",
     "oracle_bo",
+    "other_zones",
     "pace_of",
     "paleo_profile",
     "pareto_front",

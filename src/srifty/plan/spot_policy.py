@@ -35,14 +35,18 @@ def pace_of(problem: PlanProblem, scored: Scored) -> JobPace:
 def zone_prices(config: Config, zones: Collection[str] | None = None) -> tuple[tuple[str, float], ...]:
     """``config``'s price per hour (USD) in each zone of its region that offers every one of its spot groups
     (only those of ``zones`` when given), cheapest first; empty without spot groups."""
-    spot = [g for g in config.groups if g.market == "spot"]
-    if not spot:
-        return ()
-    common = set.intersection(*(set(dict(g.instance.spot_usd_per_hour_by_zone)) for g in spot))
+    common = config.spot_zones_offered()
     if zones is not None:
         common &= set(zones)
     priced = [(zone, replace(config, zone=zone).price_usd_per_hour()) for zone in sorted(common)]
     return tuple(sorted(priced, key=lambda item: (item[1], item[0])))
+
+
+def other_zones(config: Config, allowed: Collection[str] = ()) -> list[str]:
+    """The zones ``config``'s spot VMs may move to: the other zones of its region offering all its spot groups
+    (only those of ``allowed`` when given), cheapest first."""
+    home = config.spot_zone()
+    return [zone for zone, _ in zone_prices(config, allowed or None) if zone != home]
 
 
 def policy_for(problem: PlanProblem, scored: Scored, move_zones: Sequence[str] = ()) -> SriftyPolicy:

@@ -19,13 +19,13 @@ from srifty.plan import (
     PLAN_SCHEMA_VERSION,
     Plan,
     check_model_name,
+    other_zones,
     plan_job,
     policy_for,
     require_global_batch,
     scored_config,
     spec_area,
     spec_config,
-    zone_prices,
 )
 from srifty.processes import describe, end_marked, is_alive
 from srifty.runtime.checkpoint_interval import MAX_LOSS_SHARE, checkpoint_interval_iters, loss_events_per_hour
@@ -78,8 +78,7 @@ def spot_policy_for(
     that offer every spot type of ``config``; on a host file there is nowhere to move (``move_zones=False``)."""
     if not any(g.market == "spot" for g in config.groups):
         return None
-    home = config.spot_zone()
-    zones = [z for z, _ in zone_prices(config, spec.zones or None) if z != home] if move_zones else []
+    zones = other_zones(config, spec.zones) if move_zones else []
     if plan is not None and plan.best is not None and plan.best.config.key == config.key:
         return policy_for(plan.problem, plan.best, zones)
     return policy_for(*scored_config(spec, config), zones)

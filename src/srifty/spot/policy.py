@@ -195,25 +195,18 @@ class SriftyPolicy:
             return target, f"capacity is away from {view.zone}; go back to spot in {target}, which {there}"
         if prices[target] <= here:
             return target, f"capacity is away from {view.zone}; move to {target}, which {there} at no higher price"
-        if slack is None:
-            return None
+        if slack is None or self.on_demand_usd_per_hour is None:
+            return None  # nothing to weigh a dearer zone against
         p_late = self.p_wait_exceeds(max(slack, 0.0))
         extra = prices[target] - here
-        if self.on_demand_usd_per_hour is not None:
-            at_risk = p_late * (self.on_demand_usd_per_hour - here)
-            if 2.0 * extra < at_risk:
-                return target, (
-                    f"capacity is away from {view.zone}; it stays away beyond the {slack:.0f} s of slack with "
-                    f"probability {p_late:.2f}, and then on-demand would cost ${at_risk:.3f}/h more in expectation, "
-                    f"over twice the ${extra:.3f}/h {target} costs more: move to {target}, which {there}"
-                )
+        at_risk = p_late * (self.on_demand_usd_per_hour - here)
+        if 2.0 * extra >= at_risk:
             return None
-        if slack - self.capacity_wait_s < reserve:
-            return target, (
-                f"capacity is away from {view.zone}; waiting the {self.capacity_wait_s:.0f} s it takes to come back "
-                f"would leave less than the {reserve:.0f} s reserve: move to {target}, which {there}"
-            )
-        return None
+        return target, (
+            f"capacity is away from {view.zone}; it stays away beyond the {slack:.0f} s of slack with "
+            f"probability {p_late:.2f}, and then on-demand would cost ${at_risk:.3f}/h more in expectation, "
+            f"over twice the ${extra:.3f}/h {target} costs more: move to {target}, which {there}"
+        )
 
     def _move_back(
         self,

@@ -107,7 +107,7 @@ class Config:
         spot = [g for g in self.groups if g.market == "spot"]
         if not spot:
             return None
-        common = set.intersection(*(set(dict(g.instance.spot_usd_per_hour_by_zone)) for g in spot))
+        common = self.spot_zones_offered()
         if not common:
             names = ", ".join(g.instance.name for g in spot)
             raise CatalogError(
@@ -115,6 +115,13 @@ class Config:
                 "run in one zone, so these types cannot be combined there"
             )
         return min(sorted(common), key=lambda z: sum(g.price_usd_per_hour(z) for g in spot))
+
+    def spot_zones_offered(self) -> set[str]:
+        """Every zone of its region that offers all of its spot groups (empty without spot groups)."""
+        spot = [g for g in self.groups if g.market == "spot"]
+        if not spot:
+            return set()
+        return set.intersection(*(set(dict(g.instance.spot_usd_per_hour_by_zone)) for g in spot))
 
     @property
     def world_size(self) -> int:
