@@ -24,6 +24,19 @@ WORK_PHASES: tuple[str, ...] = ("fw", "bw", "step")
 HALF_DTYPES = frozenset({"bfloat16", "float16"})
 # Marks op counts whose grouped-convolution backward FLOPs are right (torch's formula counts them dense).
 GROUPED_CONV_FIX = "grouped convolution backward fixed"
+# One matrix product an op runs, as ``(m, n, k, problems)``: ``problems`` independent ``m x k`` by ``k x n``
+# products (groups of a convolution, the batch of a ``bmm``), ``2·m·n·k·problems`` FLOPs in all.
+GemmDims = tuple[float, float, float, float]
+
+
+def _dims(values: Sequence[float]) -> GemmDims:
+    m, n, k, problems = (float(v) for v in values)
+    return (m, n, k, problems)
+
+
+def _gemm_pair(pair: Sequence[Sequence[float]]) -> tuple[GemmDims, GemmDims]:
+    lo, hi = pair
+    return (_dims(lo), _dims(hi))
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,10 @@ class OpRecord:
         variant: what the op name does not say and a GPU's kernels depend on: ``"grouped"`` or
             ``"depthwise"`` for convolutions with ``groups > 1``; ``""`` otherwise and in profiles made
             before srifty recorded it.
+        gemms: the matrix products one instance runs (:data:`GemmDims`, a convolution as its implicit GEMM;
+            its backward as two, input and weight gradient), each as ``(at b_lo, at b_hi)``; ``()`` for ops
+            that are not matrix products, and for every op of a profile made before srifty recorded them
+            (:attr:`OpWork.gemms_recorded`).
     """
 
     phase: str
@@ -55,6 +72,7 @@ class OpRecord:
     bytes: tuple[float, float]
     time_s: tuple[float, float] | None
     variant: str = ""
+    gemms: tuple[tuple[GemmDims, GemmDims], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,25 @@ class OpWork:
         bad = sorted({r.phase for r in self.records} - set(WORK_PHASES))
         if bad:
             raise ProfileError(f"op records have unknown phases {bad}; expected {', '.join(WORK_PHASES)}")
+
+    @property
+    def gemms_recorded(self) -> bool:
+        """Whether the recorder noted each matrix product's shape (profiles since issue 27)."""
+        return any(r.gemms for r in self.records)
+
+    def gemms_at(self, record: OpRecord, batch: ArrayLike) -> NDArray[np.float64]:
+        """Dimensions of ``record``'s matrix products at each batch: shape ``(gemms, 4, batches)``, rows
+        ``m, n, k, problems``, each linear in the batch through its two recorded values (a dimension that
+        grows with the batch grows in proportion), at least 1. Recorded at one batch only (``b_lo = b_hi``),
+        which dimension grows is unknown: the shapes are kept as recorded."""
+        b = np.atleast_1d(np.asarray(batch, dtype=float))
+        if not record.gemms:
+            return np.zeros((0, 4, b.size))
+        pairs = np.asarray(record.gemms, dtype=float)  # (gemms, 2, 4)
+        flat = pairs.transpose(0, 2, 1).reshape(-1, 2)  # (gemms·4, 2)
+        lo, hi = self.batches
+        dims = np.repeat(flat[:, 1:], b.size, axis=1) if lo == hi else self._linear(flat, b)
+        return np.maximum(dims, 1.0).reshape(len(record.gemms), 4, b.size)
 
     @property
     def has_times(self) -> bool:
@@ -161,6 +198,7 @@ class OpWork:
                 "time_lo_s": [None if r.time_s is None else r.time_s[0] for r in recs],
                 "time_hi_s": [None if r.time_s is None else r.time_s[1] for r in recs],
                 "variant": [r.variant for r in recs],
+                "gemms": [[[list(lo), list(hi)] for lo, hi in r.gemms] for r in recs],
             },
         }
 
@@ -175,6 +213,7 @@ class OpWork:
             cols = dict(data["columns"])
             n = len(cols["op"])
             cols.setdefault("variant", [""] * n)  # recorded since op counts fixed grouped convolutions
+            cols.setdefault("gemms", [[] for _ in range(n)])  # recorded since issue 27
             if any(len(v) != n for v in cols.values()):
                 raise ProfileError("op work columns differ in length; regenerate the profile")
             records = tuple(
@@ -190,6 +229,7 @@ class OpWork:
                     if cols["time_lo_s"][i] is None
                     else (float(cols["time_lo_s"][i]), float(cols["time_hi_s"][i])),
                     variant=str(cols["variant"][i] or ""),
+                    gemms=tuple(_gemm_pair(pair) for pair in cols["gemms"][i] or ()),
                 )
                 for i in range(n)
             )

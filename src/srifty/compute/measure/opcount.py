@@ -36,7 +36,7 @@ from torch.utils.flop_counter import (
 )
 from torch.utils.module_tracker import ModuleTracker
 
-from srifty.compute.work import GROUPED_CONV_FIX, OpRecord, OpWork
+from srifty.compute.work import GROUPED_CONV_FIX, GemmDims, OpRecord, OpWork
 from srifty.errors import ProfileError
 
 aten = torch.ops.aten
@@ -119,6 +119,7 @@ class RawOp:
     bytes: float
     time_s: float = 0.0
     variant: str = ""
+    gemms: tuple[GemmDims, ...] = ()
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:
@@ -149,6 +150,56 @@ def _variant(func: Any, args: Any) -> str:
         return ""
     weight = args[1] if func is aten.convolution.default else args[2]
     return "depthwise" if int(weight.shape[1]) == 1 else "grouped"
+
+
+def _prod(values: Any) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def _conv_gemms(
+    x: Any, w: Any, y: Any, groups: int, transposed: bool, mask: tuple[bool, bool] | None
+) -> tuple[GemmDims, ...]:
+    """A convolution as implicit GEMMs (``x`` input, ``w`` weight, ``y`` output; ``mask``: which gradients a
+    backward computes, ``None`` for the forward). Per group: forward ``m = N·out pixels, n = C_out/g``;
+    input gradient ``m = N·in pixels, n = C_in/g``; weight gradient ``m = C_out/g, n = C_in/g·kernel``; and
+    ``k`` such that each has the forward's FLOPs, as the FLOP formulas count them (``C_in/g·kernel`` for a
+    stride-1 forward, fewer taps per pixel where strides or a transposed convolution skip some, ``N·out
+    pixels`` for the weight gradient)."""
+    kernel = _prod(w.shape[2:])
+    c_in, c_out = int(x.shape[1]), int(y.shape[1])
+    out_pixels = int(y.shape[0]) * _prod(y.shape[2:])
+    in_pixels = int(x.shape[0]) * _prod(x.shape[2:])
+    g = float(groups)
+    forward_flops = 2.0 * (in_pixels if transposed else out_pixels) * _prod(w.shape)
+    shapes = [(float(out_pixels), c_out / g)] if mask is None else []
+    if mask is not None and mask[0]:
+        shapes.append((float(in_pixels), c_in / g))
+    if mask is not None and mask[1]:
+        shapes.append((c_out / g, c_in / g * kernel))
+    return tuple((m, n, forward_flops / (2.0 * m * n * g), g) for m, n in shapes)
+
+
+def _gemms(func: Any, args: Any, out: Any) -> tuple[GemmDims, ...]:
+    """The matrix products an op runs (:data:`~srifty.compute.work.GemmDims`), ``()`` for any other op."""
+    packet = func.overloadpacket
+    try:
+        if packet is aten.convolution:
+            return _conv_gemms(args[0], args[1], out, int(args[8]), bool(args[6]), None)
+        if packet is aten.convolution_backward:
+            mask = [bool(m) for m in args[10]]
+            return _conv_gemms(args[1], args[2], args[0], int(args[9]), bool(args[7]), (mask[0], mask[1]))
+        if packet in (aten.mm, aten.addmm):
+            a, b = (args[0], args[1]) if packet is aten.mm else (args[1], args[2])
+            return ((float(a.shape[0]), float(b.shape[1]), float(a.shape[1]), 1.0),)
+        if packet in (aten.bmm, aten.baddbmm):
+            a, b = (args[0], args[1]) if packet is aten.bmm else (args[1], args[2])
+            return ((float(a.shape[1]), float(b.shape[2]), float(a.shape[2]), float(a.shape[0])),)
+    except (AttributeError, IndexError, TypeError):
+        return ()
+    return ()
 
 
 def _dtype_of(tensors: list[torch.Tensor]) -> str:
@@ -213,6 +264,7 @@ class OpRecorder(TorchDispatchMode):
             float(moved),
             elapsed,
             _variant(func, args),
+            _gemms(func, args, out),
         )
 
     def finish(self) -> list[RawOp]:
@@ -273,7 +325,7 @@ def merge_records(lo: list[RawOp], hi: list[RawOp]) -> tuple[OpRecord, ...]:
     for a, b in zip(lo, hi, strict=True):
         key = (a.phase, a.op, a.dtype, a.flops, b.flops, a.bytes, b.bytes, a.variant)
         if key not in groups:
-            groups[key] = [a.scope, 0, 0.0, 0.0]
+            groups[key] = [a.scope, 0, 0.0, 0.0, tuple(zip(a.gemms, b.gemms, strict=False))]
         group = groups[key]
         group[1] += 1
         group[2] += a.time_s
@@ -289,8 +341,9 @@ def merge_records(lo: list[RawOp], hi: list[RawOp]) -> tuple[OpRecord, ...]:
             bytes=(m_lo * count, m_hi * count),
             time_s=(t_lo, t_hi),
             variant=variant,
+            gemms=gemms,
         )
-        for (phase, op, dtype, f_lo, f_hi, m_lo, m_hi, variant), (scope, count, t_lo, t_hi) in groups.items()
+        for (phase, op, dtype, f_lo, f_hi, m_lo, m_hi, variant), (scope, count, t_lo, t_hi, gemms) in groups.items()
     )
 
 
