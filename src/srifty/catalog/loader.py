@@ -55,6 +55,7 @@ def load_gpu_specs() -> dict[str, GpuSpec]:
             generation=(row.get("generation") or "").strip().lower(),
             tf32_flops_per_s=_tflops(row.get("tf32_tflops_dense")),
             bf16_flops_per_s=_tflops(row.get("bf16_tflops_dense")),
+            sm_count=int(row["sm_count"]) if (row.get("sm_count") or "").strip() else None,
         )
     return specs
 

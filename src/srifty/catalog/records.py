@@ -29,6 +29,8 @@ class GpuSpec:
         generation: architecture, lower case (``"volta"``, ``"ampere"``, ``"hopper"``); ``""`` where unknown.
         tf32_flops_per_s: dense TF32 tensor-core peak (Ampere and later), ``None`` before.
         bf16_flops_per_s: dense BF16 tensor-core peak (Ampere and later), ``None`` before.
+        sm_count: streaming multiprocessors (how many tiles of a matrix product run at once), ``None``
+            where the datasheet row lacks it.
     """
 
     name: str
@@ -42,6 +44,7 @@ class GpuSpec:
     generation: str = ""
     tf32_flops_per_s: float | None = None
     bf16_flops_per_s: float | None = None
+    sm_count: int | None = None
 
 
 @dataclass(frozen=True)
