@@ -26,7 +26,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -62,6 +62,7 @@ from srifty.compute.gpu_model import (
     scale_names,
     work_features,
 )
+from srifty.compute.work import OpWork
 from srifty.errors import ProfileError
 
 CALIBRATION_KIND = "gpu-calibration"
@@ -132,8 +133,9 @@ def _spec(catalog: Catalog, name: str) -> GpuSpec:
     return spec
 
 
-def build_cases(dataset: GpuCalibrationData, catalog: Catalog | None = None) -> list[Case]:
-    """Every case of ``dataset`` with its features (op counts priced on its GPU)."""
+def build_cases(dataset: GpuCalibrationData, catalog: Catalog | None = None, *, shapes: bool = True) -> list[Case]:
+    """Every case of ``dataset`` with its features (op counts priced on its GPU); ``shapes=False`` drops the
+    matrix products' shapes (every product at the typical tile efficiency, as before issue 27)."""
     catalog = catalog or load_catalog()
     h200 = _spec(catalog, H200_GPU)
     cases: list[Case] = []
@@ -144,7 +146,7 @@ def build_cases(dataset: GpuCalibrationData, catalog: Catalog | None = None) -> 
         points = sorted(by_model.get(w.h200_name, []), key=lambda p: p.batch) if w.h200_name else []
         if not points:
             continue
-        work = _work(w.fp32_profile)
+        work = _work(w.fp32_profile, shapes)
         batches = np.array([p.batch for p in points], dtype=float)
         measured = {ph: np.array([p.ms[ph] for p in points]) for ph in ("fw", "bw", "step", "iter")}
         feats = work_features(work, batches, h200, H200_SETTINGS)
@@ -160,18 +162,24 @@ def build_cases(dataset: GpuCalibrationData, catalog: Catalog | None = None) -> 
         rows = sorted(rows, key=lambda r: r.batch)
         batches = np.array([r.batch for r in rows], dtype=float)
         feats = work_features(
-            _work(source), batches, _spec(catalog, gpu), settings_for(arithmetic), bf16_as_fp16=arithmetic == "amp"
+            _work(source, shapes),
+            batches,
+            _spec(catalog, gpu),
+            settings_for(arithmetic),
+            bf16_as_fp16=arithmetic == "amp",
         )
         measured = {"iter": np.array([r.iter_ms for r in rows])}
         cases.append(Case(key, w.group, gpu, "public", feats, measured, 1.0 / np.sqrt(len(rows)), tuple(rows)))
     return cases
 
 
-def _work(reference: str) -> Any:
+def _work(reference: str, shapes: bool = True) -> OpWork:
     profile = op_count_profile(reference)
     if profile.work is None:
         raise ProfileError(f"the op-count source {reference} has no op counts")
-    return profile.work
+    if shapes:
+        return profile.work
+    return replace(profile.work, records=tuple(replace(r, gemms=()) for r in profile.work.records))
 
 
 # ---- the fit -----------------------------------------------------------------------------------------
@@ -417,7 +425,8 @@ def gpu_sourced(
         at = case.features.batches
         measured = {ph: interpolate_curve(source.features.batches, source.measured_ms[ph], at) for ph in FIT_PHASES}
         w = workload(case.workload)
-        src_feats = work_features(_work(w.fp32_profile), at, h200, H200_SETTINGS)
+        shapes = any(f.gemm_record for f in case.features.phases.values())
+        src_feats = work_features(_work(w.fp32_profile, shapes), at, h200, H200_SETTINGS)
         predicted = gpu_to_gpu_ms(measured, src_feats, case.features, fits[case.group])
         speedup = float(fits[case.group].values.get(implementation_name(case.rows[0].arithmetic), 1.0))
         predicted = {ph: v / speedup for ph, v in predicted.items()}

@@ -191,15 +191,20 @@ def _data_file(*parts: str) -> Path:
     return Path(str(resources.files(DATA_PACKAGE).joinpath(*parts)))
 
 
+def op_count_source_path(reference: str) -> Path:
+    """The file of an op-count source named ``bundled/<file>`` or ``calibration/<file>``."""
+    where, _, name = reference.partition("/")
+    if where == "bundled":
+        return _data_file("data", "profiles", name)
+    if where == "calibration":
+        return _data_file(*CALIBRATION_DIR, "workloads", name)
+    raise ProfileError(f"op-count source '{reference}' must start with bundled/ or calibration/")
+
+
 @cache
 def op_count_profile(reference: str) -> Profile:
     """Load an op-count source named ``bundled/<file>`` or ``calibration/<file>``."""
-    where, _, name = reference.partition("/")
-    if where == "bundled":
-        return load_profile(_data_file("data", "profiles", name))
-    if where == "calibration":
-        return load_profile(_data_file(*CALIBRATION_DIR, "workloads", name))
-    raise ProfileError(f"op-count source '{reference}' must start with bundled/ or calibration/")
+    return load_profile(op_count_source_path(reference))
 
 
 def settings_for(row_arithmetic: str) -> NumericSettings:

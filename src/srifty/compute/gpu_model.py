@@ -27,7 +27,13 @@ with ``smax(a, b) = (a^q + b^q)^(1/q)`` a smooth maximum (``q`` fitted): at smal
 pace (the flat floor of a GPU latency curve), at large ones the kernels do (the line), and the bend between
 is gradual. ``fw = E_fw``, ``bw = E_bw − E_fw``, ``step = E_step − E_bw``, ``iter = E_step``.
 
-Parameters (:class:`GpuModelParams`) are named ``eta.*``, ``mu.*``, ``intensity.*``, ``kernel_s*``,
+For convolutions and matrix products whose shapes the profile recorded (since issue 27), ``η`` is
+multiplied by the record's tile efficiency (:func:`tile_efficiency`, :mod:`srifty.compute.gemm`): how much
+of the GPU its products' output tiles keep busy (padding, wave quantisation over the GPU's SMs, split-K)
+and the tile's fixed cost against its ``k`` steps, so that a 64-channel 1×1 layer and a 512-channel 3×3
+layer of the same class run at different fractions of the peak.
+
+Parameters (:class:`GpuModelParams`) are named ``eta.*``, ``mu.*``, ``intensity.*``, ``tile.*``, ``kernel_s*``,
 ``host_s.*``, ``overlap_p`` and ``pipeline_q``; per GPU generation, ``compute_scale@<gen>`` and
 ``memory_scale@<gen>`` multiply every ``eta`` and ``mu`` (1 where not fitted).
 :mod:`srifty.compute.gpu_fit` fits them.
@@ -44,6 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from srifty.catalog import GpuSpec
+from srifty.compute.gemm import TILE_EDGES, tile_occupancy
 from srifty.compute.numerics import TENSOR_UNITS, NumericSettings, math_unit, peak_flops_per_s
 from srifty.compute.opclass import HOST, classify, variants_recorded
 from srifty.compute.work import WORK_PHASES, OpWork
@@ -80,13 +87,39 @@ PRIORS: dict[str, tuple[float, float]] = {
     "overlap_p": (2.0, 0.7),
     "intensity.conv": (50.0, 1.0),
     "intensity.matmul": (100.0, 1.0),
+    "tile.k_half": (32.0, 1.0),
+    "tile.edge_cost": (0.1, 1.5),
 }
 # Bounds: efficiencies are fractions of a peak; costs are positive and below 10 ms per op.
-UPPER_BOUNDS: dict[str, float] = {"pipeline_q": 20.0, "overlap_p": 20.0, "intensity.conv": 1e4, "intensity.matmul": 1e4}
-LOWER_BOUNDS: dict[str, float] = {"pipeline_q": 1.0, "overlap_p": 1.0, "intensity.conv": 1.0, "intensity.matmul": 1.0}
+UPPER_BOUNDS: dict[str, float] = {
+    "pipeline_q": 20.0,
+    "overlap_p": 20.0,
+    "intensity.conv": 1e4,
+    "intensity.matmul": 1e4,
+    "tile.k_half": 1e4,
+    "tile.edge_cost": 10.0,
+}
+LOWER_BOUNDS: dict[str, float] = {
+    "pipeline_q": 1.0,
+    "overlap_p": 1.0,
+    "intensity.conv": 1.0,
+    "intensity.matmul": 1.0,
+    "tile.k_half": 1e-2,
+    "tile.edge_cost": 1e-4,
+}
 KERNEL_KEYS = {"optimizer": "kernel_s.optimizer", "conv": "kernel_s.conv", "conv_grouped": "kernel_s.conv"}
 SCALE_PRIOR_SD = 0.4  # generation scales: log-normal around 1
 SCALE_BOUNDS = (0.1, 5.0)
+# Tile efficiency of a matrix product whose shape was not recorded (profiles before issue 27): the median
+# over the 8 H200 models of each one's effective tile efficiency (its shaped FLOPs over their time at the
+# fitted tile efficiencies, forward and backward, batches 32-256) under the bundled calibration of issue 27:
+# 0.26 (mobilenet_v2 0.03, shufflenet 0.03, inception_v3 0.21, resnet18 0.25, resnet50 0.27, vgg16 0.40,
+# alexnet 0.52, BERT-base 0.93). An unshaped profile is priced like a typical model; its estimate errs by
+# as much as the models' spread, and says so (``assumptions``).
+UNSHAPED_TILE_EFFICIENCY = 0.26
+# Op classes priced by their products' shapes; grouped convolutions have their own efficiencies.
+SHAPED_CLASSES = frozenset({"conv", "matmul"})
+SPLIT_K_MIN_STEPS: float | None = None
 
 
 def scale_names(generation: str) -> tuple[str, str]:
@@ -131,18 +164,31 @@ class PhaseFeatures:
     flop_byte_rows: list[NDArray[np.float64]] = field(default_factory=list)
     flop_bw_rows: list[NDArray[np.float64]] = field(default_factory=list)
     flop_intensity_keys: list[str] = field(default_factory=list)
+    flop_shaped: list[bool] = field(default_factory=list)
+    gemm_record: list[int] = field(default_factory=list)
+    gemm_share_rows: list[NDArray[np.float64]] = field(default_factory=list)
+    gemm_occupancy_rows: list[NDArray[np.float64]] = field(default_factory=list)
+    gemm_k_rows: list[NDArray[np.float64]] = field(default_factory=list)
     byte_s: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     kernels: dict[str, float] = field(default_factory=dict)
     host_ops: dict[str, float] = field(default_factory=dict)
     flop_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     flop_byte_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     flop_bw_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
+    gemm_share: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
+    gemm_occupancy: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    gemm_k: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0, 0)))
 
     def freeze(self) -> None:
-        """Stack the per-record rows into matrices (rows: records, columns: batches)."""
+        """Stack the per-record rows into matrices (rows: records, columns: batches; the products' shares
+        and ``k`` are ``(gemms, batches)``, their occupancies ``(tiles, gemms, batches)``)."""
         self.flop_s = np.array(self.flop_rows) if self.flop_rows else np.zeros((0, 0))
         self.flop_byte_s = np.array(self.flop_byte_rows) if self.flop_byte_rows else np.zeros((0, 0))
         self.flop_bw_s = np.array(self.flop_bw_rows) if self.flop_bw_rows else np.zeros((0, 0))
+        if self.gemm_record:
+            self.gemm_share = np.array(self.gemm_share_rows)
+            self.gemm_occupancy = np.stack(self.gemm_occupancy_rows, axis=1)
+            self.gemm_k = np.stack(self.gemm_k_rows, axis=1)
 
 
 @dataclass
@@ -247,13 +293,56 @@ def work_features(
                     feats.flop_intensity_keys.append(
                         "intensity.conv" if op_class.startswith("conv") else "intensity.matmul"
                     )
+                    shaped = op_class in SHAPED_CLASSES and bool(record.gemms)
+                    feats.flop_shaped.append(shaped)
+                    if shaped:
+                        _add_gemms(feats, len(feats.flop_rows) - 1, work.gemms_at(record, b), spec.sm_count)
                 else:
                     feats.byte_s[mu] = feats.byte_s.get(mu, 0.0) + moved[row] / bandwidth
         feats.freeze()
         phases[phase] = feats
+    if not work.gemms_recorded:
+        assumptions.append(
+            "op counts predate srifty's matrix-product shapes: every product priced at a typical tile efficiency "
+            f"({UNSHAPED_TILE_EFFICIENCY:.0%}); profile again for per-layer tiles and waves"
+        )
+    if spec.sm_count is None:
+        assumptions.append(f"the datasheet row of the {spec.name} has no SM count: no wave quantisation")
     if used_fp16_for_bf16:
         assumptions.append(f"bf16 ops priced as fp16 on the {spec.name}, which has no BF16 tensor cores")
     return WorkFeatures(b, spec.generation, phases, units, tuple(assumptions))
+
+
+def _add_gemms(feats: PhaseFeatures, row: int, dims: NDArray[np.float64], sm_count: int | None) -> None:
+    """Record row ``row``'s matrix products (``dims``: ``(gemms, 4, batches)``) with their share of its FLOPs."""
+    work = dims[:, 0] * dims[:, 1] * dims[:, 2] * dims[:, 3]
+    share = work / np.maximum(work.sum(axis=0), 1.0)
+    occupancy, k_per_block = tile_occupancy(dims, sm_count, SPLIT_K_MIN_STEPS)
+    for j in range(dims.shape[0]):
+        feats.gemm_record.append(row)
+        feats.gemm_share_rows.append(share[j])
+        feats.gemm_occupancy_rows.append(occupancy[:, j])
+        feats.gemm_k_rows.append(k_per_block[:, j])
+
+
+def tile_efficiency(f: PhaseFeatures, params: GpuModelParams) -> NDArray[np.float64]:
+    """Each FLOP record's tile efficiency (records × batches, at most 1): its products' best tile each
+    (:mod:`srifty.compute.gemm`), ``occupancy · k/(k + k½) / (1 + c·edge)``, combined by their FLOPs
+    (time adds, so efficiencies combine harmonically); :data:`UNSHAPED_TILE_EFFICIENCY` where no shape
+    was recorded."""
+    v = params.values
+    efficiency = np.full(f.flop_s.shape, UNSHAPED_TILE_EFFICIENCY)
+    if not f.gemm_record:
+        return efficiency
+    k_half, edge_cost = float(v["tile.k_half"]), float(v["tile.edge_cost"])
+    k_steps = f.gemm_k
+    per_tile = f.gemm_occupancy * k_steps / (k_steps + k_half) / (1.0 + edge_cost * TILE_EDGES[:, None, None])
+    best = np.maximum(per_tile.max(axis=0), 1e-6)
+    inverse = np.zeros_like(efficiency)
+    np.add.at(inverse, np.asarray(f.gemm_record), f.gemm_share / best)
+    shaped = np.asarray(f.flop_shaped)
+    efficiency[shaped] = 1.0 / np.maximum(inverse[shaped], 1.0)
+    return efficiency
 
 
 def _smax(a: NDArray[np.float64], b: NDArray[np.float64], q: float) -> NDArray[np.float64]:
@@ -275,7 +364,7 @@ def phase_times_s(
     for phase, f in features.phases.items():
         k = zero.copy()
         if len(f.flop_keys):
-            eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale
+            eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tile_efficiency(f, params)
             mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
             intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
             traffic = (f.flop_byte_s + f.flop_bw_s / intensity) / mu

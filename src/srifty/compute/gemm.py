@@ -1,0 +1,79 @@
+"""How well a GPU's cores can be kept busy by one matrix product, from its shape alone.
+
+A GPU runs a matrix product (a convolution as its implicit GEMM) as output tiles, one thread block per
+tile, on ``S`` streaming multiprocessors (SMs) at once. Three things in the shape, none of which FLOPs or
+bytes can say, keep it below the unit's peak (NeuSight, ASPLOS'25, predicts per tile for this reason):
+
+* **padding**: a ``m × n`` output cut into ``tm × tn`` tiles computes ``⌈m/tm⌉·tm × ⌈n/tn⌉·tn`` (a
+  64-channel layer on 128-wide tiles wastes half);
+* **wave quantisation**: ``T`` tiles run in ``⌈T/S⌉`` waves, the last one partly idle, and a product with
+  fewer tiles than SMs leaves SMs idle;
+* **the tile's fixed cost**: each block loads its first operands and writes its output whatever its ``k``;
+  over a tile's ``k`` steps this costs ``k / (k + k½)`` of the peak, ``k½`` fitted (``tile.k_half``).
+
+:func:`tile_occupancy` computes the first two per candidate tile shape (:data:`TILES`); the GPU model
+(:mod:`srifty.compute.gpu_model`) takes the best tile for each product, as a library's heuristic would,
+with the third and a fitted penalty for smaller tiles (which reuse each loaded operand less). Assumed:
+one block per SM at a time (large tiles fill an SM's registers and shared memory); where a GPU's SM count
+is unknown, no wave quantisation. Split-K (a library may split a product with few tiles, such as a weight
+gradient, ``m = C_out``, ``n = C_in·kernel``, ``k = N·H·W``, along ``k`` over several blocks) is available
+(``split_k_min``) but off in the GPU model: the leave-one-model-out check on the H200 curves (issue 27;
+BENCHMARKS.md, "Cross-GPU estimation") scored split-K down to 256, 4,096 or 65,536 ``k`` steps per block at
+24.8%, 23.1% and 22.9% iteration MAPE, none at 20.5%; one 128×128 tile instead of the best of four scored
+45.6%, five tiles (adding 64×32) 23.0%. Without split-K a weight gradient's few tiles leave most SMs idle,
+so the fitted backward tile efficiencies are low (0.02-0.3 on the H200 curves), lower than a profiler
+would show: the fit leans on them for what else makes a backward pass slow, and this module does not
+claim to say which kernels cuDNN picks.
+
+Pure numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+# Candidate output tiles (rows, columns): what cuBLAS/cuDNN tensor-core and SIMT kernels commonly use.
+TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 128), (128, 64), (64, 64))
+
+
+def tile_occupancy(
+    dims: NDArray[np.float64], sm_count: int | None, split_k_min: float | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Padding × wave-quantisation efficiency of each product on each candidate tile, and its ``k`` per block.
+
+    Args:
+        dims: ``(gemms, 4, batches)``: ``m, n, k, problems`` of each product at each batch.
+        sm_count: the GPU's SMs; ``None``: no wave quantisation (every wave full).
+        split_k_min: with a value, a product with fewer tiles than SMs is split along ``k`` into as many
+            blocks as fill the SMs, each at least this many ``k`` steps; ``None``: never split.
+
+    Returns:
+        ``(occupancy, k_per_block)``, each ``(tiles, gemms, batches)``: the fraction of the tiles' work
+        slots that compute useful output, in ``(0, 1]``, and the ``k`` steps each block runs.
+    """
+    m, n, k, problems = dims[:, 0], dims[:, 1], dims[:, 2], dims[:, 3]
+    occupancy = np.empty((len(TILES), *m.shape))
+    k_per_block = np.empty_like(occupancy)
+    for i, (tm, tn) in enumerate(TILES):
+        rows, cols = np.ceil(m / tm), np.ceil(n / tn)
+        occupancy[i] = (m * n) / (rows * tm * cols * tn)
+        splits = np.ones_like(m)
+        if sm_count is not None:
+            tiles = rows * cols * problems
+            if split_k_min is not None:
+                splits = np.clip(np.minimum(np.floor(sm_count / tiles), np.floor(k / split_k_min)), 1.0, None)
+            blocks = tiles * splits
+            occupancy[i] *= blocks / (np.ceil(blocks / sm_count) * sm_count)
+        k_per_block[i] = k / splits
+    return occupancy, k_per_block
+
+
+def tile_edge(tile: tuple[int, int]) -> float:
+    """``64/tm + 64/tn``: how much less a tile reuses each operand than a 64-edge reference does per output
+    (0.5 for 256×128, 1 for 128×128, 2 for 64×64); the fitted penalty for small tiles scales with it."""
+    tm, tn = tile
+    return 64.0 / tm + 64.0 / tn
+
+
+TILE_EDGES: NDArray[np.float64] = np.array([tile_edge(t) for t in TILES])
