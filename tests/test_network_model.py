@@ -274,3 +274,19 @@ def test_a_saved_model_with_a_quantile_missing_is_refused_by_name(fitted: Bandwi
     meta.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ArtifactError, match=f"class '{name}' has"):
         BandwidthModel.load(tmp_path / "net.json")
+
+
+@pytest.mark.parametrize("bad", [None, -8.0, "8"])
+def test_a_saved_model_with_a_bad_size_knot_is_refused_by_name(
+    fitted: BandwidthModel, tmp_path: Path, bad: object
+) -> None:
+    # Found by tests/test_bad_input.py's fuzzing: knots_bytes[0] = null loaded as NaN, and every prediction for
+    # the configurations it smooths came out non-positive, an error that named no file.
+    fitted.save(tmp_path / "net.json")
+    meta = tmp_path / "net.meta.json"
+    doc = json.loads(meta.read_text(encoding="utf-8"))
+    side = next(iter(doc["sides"]))
+    doc["sides"][side]["knots_bytes"][0] = bad
+    meta.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ArtifactError, match=rf"net\.meta\.json'?: sides\.{side}\.knots_bytes must be"):
+        BandwidthModel.load(tmp_path / "net.json")

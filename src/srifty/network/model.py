@@ -127,6 +127,19 @@ def model_paths(path: str | Path, digests: dict[str, str] | None = None) -> dict
     return paths
 
 
+def _knots(values: object, meta: Path, field: str) -> FloatArray:
+    """Message sizes of a saved smoothing grid: finite and positive, or a clear error naming the field."""
+    numbers = isinstance(values, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in values
+    )
+    if not numbers:
+        raise ArtifactError(
+            f"'{meta}': {field} must be a list of positive message sizes in bytes, not {values!r:.80}; "
+            "fit the model again or restore the file."
+        )
+    return np.asarray(values, dtype=np.float64)
+
+
 def _load_booster(raw: bytes) -> Any:
     """A saved booster for predictions: read with numpy (:mod:`srifty.network.trees`, no XGBoost import), or
     with XGBoost where it uses something that reader does not evaluate."""
@@ -825,8 +838,11 @@ class BandwidthModel:
                     f"{len(model.encoder_.names)}; the files do not belong together. Fit the model again."
                 )
             record = doc["sides"][side]
-            knots = np.asarray(record["knots_bytes"], dtype=np.float64)
-            own = {k: np.asarray(v, dtype=np.float64) for k, v in record["configuration_knots_bytes"].items()}
+            knots = _knots(record["knots_bytes"], meta, f"sides.{side}.knots_bytes")
+            own = {
+                k: _knots(v, meta, f"sides.{side}.configuration_knots_bytes.{k}")
+                for k, v in record["configuration_knots_bytes"].items()
+            }
             model.sides_[side] = _SideFit(booster, knots, own, ResidualCurves.from_json(record["curves"]))
             model.quantiles_[side] = ResidualQuantiles.from_json(record["residual_quantiles"])
         return model
