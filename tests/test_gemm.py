@@ -175,3 +175,17 @@ def test_one_tile_past_a_full_wave_costs_part_of_another_wave() -> None:
         return float(predict_ms(work_features(work, [1.0], h200, NumericSettings()), PRIOR)["fw"][0])
 
     assert fw_ms(133) / 133 > 1.1 * fw_ms(132) / 132
+
+
+def test_a_simt_product_is_priced_by_occupancy_alone_and_split_along_k() -> None:
+    """FP32 on the V100 runs on SIMT cores: a thin layer's tile efficiency does not move with the tile's fixed
+    cost (``tile.k_half``), unlike the same layer in TF32 on the H200's tensor cores."""
+    settings = NumericSettings()
+    thin = _conv_work(64, 64, 1, 56 * 56)
+    cheap = GpuModelParams({**PRIOR.values, "tile.k_half": 1.0})
+    dear = GpuModelParams({**PRIOR.values, "tile.k_half": 1000.0})
+    v100 = work_features(thin, [256.0], SPECS["V100"], settings).phases["fw"]
+    h200 = work_features(thin, [256.0], SPECS["H200"], settings).phases["fw"]
+    assert v100.gemm_simt.all() and not h200.gemm_simt.any()
+    assert tile_efficiency(v100, cheap)[0, 0] == pytest.approx(tile_efficiency(v100, dear)[0, 0])
+    assert tile_efficiency(h200, dear)[0, 0] < 0.5 * tile_efficiency(h200, cheap)[0, 0]

@@ -16,14 +16,19 @@ bytes can say, keep it below the unit's peak (NeuSight, ASPLOS'25, predicts per 
 with the third and a fitted penalty for smaller tiles (which reuse each loaded operand less). Assumed:
 one block per SM at a time (large tiles fill an SM's registers and shared memory); where a GPU's SM count
 is unknown, no wave quantisation. Split-K (a library may split a product with few tiles, such as a weight
-gradient, ``m = C_out``, ``n = C_in·kernel``, ``k = N·H·W``, along ``k`` over several blocks) is available
-(``split_k_min``) but off in the GPU model: the leave-one-model-out check on the H200 curves (issue 27;
-BENCHMARKS.md, "Cross-GPU estimation") scored split-K down to 256, 4,096 or 65,536 ``k`` steps per block at
-24.8%, 23.1% and 22.9% iteration MAPE, none at 20.5%; one 128×128 tile instead of the best of four scored
-45.6%, five tiles (adding 64×32) 23.0%. Without split-K a weight gradient's few tiles leave most SMs idle,
-so the fitted backward tile efficiencies are low (0.02-0.3 on the H200 curves), lower than a profiler
-would show: the fit leans on them for what else makes a backward pass slow, and this module does not
-claim to say which kernels cuDNN picks.
+gradient, ``m = C_out``, ``n = C_in·kernel``, ``k = N·H·W``, along ``k`` over several blocks):
+``split_k_min``. The GPU model splits products on the SIMT cores (down to 4,096 ``k`` steps per block) and
+prices them by occupancy alone (their slower math hides a tile's fixed cost), and never splits products on
+tensor cores. Chosen by leave-one-model-out figures (issue 27; BENCHMARKS.md, "Cross-GPU estimation"),
+iteration MAPE on the H200 curves with the H200 curves only in the fit: tensor-core split-K down to 256,
+4,096 or 65,536 ``k`` steps per block 24.8%, 23.1%, 22.9%, none 20.5%; one 128×128 tile instead of the
+best of four 45.6%, five tiles (adding 64×32) 23.0%. Then, with the public rows in the fit, SIMT products by
+occupancy alone with split-K at 4,096 against as tensor cores without it: H200 20.0% against 20.7%, public
+rows 20.3% against 21.3% (held-out ResNet-50's FP32 rows on the V100, SIMT, had come out 86-97% slow). The
+figures are therefore optimistic by the choice. Without split-K a weight gradient on tensor cores has few
+tiles and leaves most SMs idle, so the fitted backward tile efficiencies are low (0.02-0.3 on the H200
+curves), lower than a profiler would show: the fit leans on them for what else makes a backward pass
+slow, and this module does not claim to say which kernels cuDNN picks.
 
 Pure numpy.
 """

@@ -113,13 +113,18 @@ SCALE_BOUNDS = (0.1, 5.0)
 # Tile efficiency of a matrix product whose shape was not recorded (profiles before issue 27): the median
 # over the 8 H200 models of each one's effective tile efficiency (its shaped FLOPs over their time at the
 # fitted tile efficiencies, forward and backward, batches 32-256) under the bundled calibration of issue 27:
-# 0.26 (mobilenet_v2 0.03, shufflenet 0.03, inception_v3 0.21, resnet18 0.25, resnet50 0.27, vgg16 0.40,
-# alexnet 0.52, BERT-base 0.93). An unshaped profile is priced like a typical model; its estimate errs by
+# 0.25 (mobilenet_v2 0.02, shufflenet 0.03, inception_v3 0.20, resnet18 0.24, resnet50 0.26, vgg16 0.39,
+# alexnet 0.53, BERT-base 0.99). An unshaped profile is priced like a typical model; its estimate errs by
 # as much as the models' spread, and says so (``assumptions``).
-UNSHAPED_TILE_EFFICIENCY = 0.26
+UNSHAPED_TILE_EFFICIENCY = 0.25
 # Op classes priced by their products' shapes; grouped convolutions have their own efficiencies.
 SHAPED_CLASSES = frozenset({"conv", "matmul"})
-SPLIT_K_MIN_STEPS: float | None = None
+# Products on tensor cores: never split along k. Products on the SIMT cores (FP32 without TF32, e.g. the
+# V100, or matrix products where PyTorch leaves TF32 off): split along k down to 4,096 steps per block, and
+# priced by occupancy alone, since their slower math hides a tile's fixed cost. Both chosen by the
+# leave-one-model-out figures (srifty.compute.gemm's docstring gives them).
+TENSOR_SPLIT_K_MIN: float | None = None
+SIMT_SPLIT_K_MIN: float | None = 4096.0
 
 
 def scale_names(generation: str) -> tuple[str, str]:
@@ -178,10 +183,11 @@ class PhaseFeatures:
     gemm_share: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
     gemm_occupancy: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0, 0)))
     gemm_k: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    gemm_simt: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     def freeze(self) -> None:
         """Stack the per-record rows into matrices (rows: records, columns: batches; the products' shares
-        and ``k`` are ``(gemms, batches)``, their occupancies ``(tiles, gemms, batches)``)."""
+        are ``(gemms, batches)``, their occupancies and ``k`` per block ``(tiles, gemms, batches)``)."""
         self.flop_s = np.array(self.flop_rows) if self.flop_rows else np.zeros((0, 0))
         self.flop_byte_s = np.array(self.flop_byte_rows) if self.flop_byte_rows else np.zeros((0, 0))
         self.flop_bw_s = np.array(self.flop_bw_rows) if self.flop_bw_rows else np.zeros((0, 0))
@@ -189,6 +195,7 @@ class PhaseFeatures:
             self.gemm_share = np.array(self.gemm_share_rows)
             self.gemm_occupancy = np.stack(self.gemm_occupancy_rows, axis=1)
             self.gemm_k = np.stack(self.gemm_k_rows, axis=1)
+            self.gemm_simt = np.array([self.flop_keys[r].endswith(".simt") for r in self.gemm_record])
 
 
 @dataclass
@@ -296,7 +303,8 @@ def work_features(
                     shaped = op_class in SHAPED_CLASSES and bool(record.gemms)
                     feats.flop_shaped.append(shaped)
                     if shaped:
-                        _add_gemms(feats, len(feats.flop_rows) - 1, work.gemms_at(record, b), spec.sm_count)
+                        split = TENSOR_SPLIT_K_MIN if unit in TENSOR_UNITS else SIMT_SPLIT_K_MIN
+                        _add_gemms(feats, len(feats.flop_rows) - 1, work.gemms_at(record, b), spec.sm_count, split)
                 else:
                     feats.byte_s[mu] = feats.byte_s.get(mu, 0.0) + moved[row] / bandwidth
         feats.freeze()
@@ -313,11 +321,13 @@ def work_features(
     return WorkFeatures(b, spec.generation, phases, units, tuple(assumptions))
 
 
-def _add_gemms(feats: PhaseFeatures, row: int, dims: NDArray[np.float64], sm_count: int | None) -> None:
+def _add_gemms(
+    feats: PhaseFeatures, row: int, dims: NDArray[np.float64], sm_count: int | None, split_k_min: float | None
+) -> None:
     """Record row ``row``'s matrix products (``dims``: ``(gemms, 4, batches)``) with their share of its FLOPs."""
     work = dims[:, 0] * dims[:, 1] * dims[:, 2] * dims[:, 3]
     share = work / np.maximum(work.sum(axis=0), 1.0)
-    occupancy, k_per_block = tile_occupancy(dims, sm_count, SPLIT_K_MIN_STEPS)
+    occupancy, k_per_block = tile_occupancy(dims, sm_count, split_k_min)
     for j in range(dims.shape[0]):
         feats.gemm_record.append(row)
         feats.gemm_share_rows.append(share[j])
@@ -327,7 +337,8 @@ def _add_gemms(feats: PhaseFeatures, row: int, dims: NDArray[np.float64], sm_cou
 
 def tile_efficiency(f: PhaseFeatures, params: GpuModelParams) -> NDArray[np.float64]:
     """Each FLOP record's tile efficiency (records × batches, at most 1): its products' best tile each
-    (:mod:`srifty.compute.gemm`), ``occupancy · k/(k + k½) / (1 + c·edge)``, combined by their FLOPs
+    (:mod:`srifty.compute.gemm`), ``occupancy · k/(k + k½) / (1 + c·edge)`` on tensor cores and the
+    occupancy alone on SIMT cores (see :data:`SIMT_SPLIT_K_MIN`), combined by their FLOPs
     (time adds, so efficiencies combine harmonically); :data:`UNSHAPED_TILE_EFFICIENCY` where no shape
     was recorded."""
     v = params.values
@@ -337,6 +348,7 @@ def tile_efficiency(f: PhaseFeatures, params: GpuModelParams) -> NDArray[np.floa
     k_half, edge_cost = float(v["tile.k_half"]), float(v["tile.edge_cost"])
     k_steps = f.gemm_k
     per_tile = f.gemm_occupancy * k_steps / (k_steps + k_half) / (1.0 + edge_cost * TILE_EDGES[:, None, None])
+    per_tile[:, f.gemm_simt] = f.gemm_occupancy[:, f.gemm_simt]
     best = np.maximum(per_tile.max(axis=0), 1e-6)
     inverse = np.zeros_like(efficiency)
     np.add.at(inverse, np.asarray(f.gemm_record), f.gemm_share / best)
