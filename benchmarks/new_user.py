@@ -249,7 +249,11 @@ def write_startup() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["min-time", "startup"])
-    parser.add_argument("--label", choices=["before", "previous", "after"], help="Measure and save under this label.")
+    parser.add_argument(
+        "--label",
+        choices=["before", "previous", "after", "i27-before", "i27-after"],
+        help="Measure and save under this label.",
+    )
     parser.add_argument("--write", action="store_true", help="Write the saved before/after to BENCHMARKS.md.")
     parser.add_argument("--runs", type=int, default=7, help="startup: cold runs to take the median of.")
     parser.add_argument("--source", default="", help="startup: which code ran, e.g. 'main at c5f3bb9'.")
