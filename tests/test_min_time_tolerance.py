@@ -17,9 +17,11 @@ from srifty.plan.offers import excluded_opt_in_zones
 from srifty.spec import spec_from_mapping
 from srifty.spec.model import DEFAULT_TIME_TOLERANCE
 
+# Case 1 at a global batch of 512, where the fastest configuration is not the cheapest within 5 % of it (at 128,
+# under the GPU model with products' shapes, the fastest was also the cheapest).
 CASE1 = {
     "model": "resnet50",
-    "global_batch": 128,
+    "global_batch": 512,
     "iterations": 1000,
     "goal": "min_time",
     "region": "us-east-1",
@@ -61,7 +63,9 @@ def test_a_user_deadline_still_binds_within_the_tolerance() -> None:
     on_demand = {**CASE1, "candidates": [{"instance_type": "g4dn.8xlarge", "market": "on_demand", "quota": 64}]}
     loose, _ = plan_job(spec_from_mapping({**on_demand, "time_tolerance": 0.5}))
     assert loose.best is not None and loose.fastest is not None
-    deadline = (loose.fastest.time_s + loose.best.time_s) / 2
+    # Just under the tolerance's choice: the faster plan meets it with room for the estimate's model error
+    # (halfway, it met it with probability below 0.9).
+    deadline = loose.fastest.time_s + 0.9 * (loose.best.time_s - loose.fastest.time_s)
     plan, _ = plan_job(spec_from_mapping({**on_demand, "time_tolerance": 0.5, "deadline_s": deadline}))
     assert plan.best is not None and plan.best.time_s <= deadline
     assert plan.best.p_meet_deadline is not None and plan.best.p_meet_deadline >= 0.9
