@@ -290,3 +290,17 @@ def test_a_saved_model_with_a_bad_size_knot_is_refused_by_name(
     meta.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ArtifactError, match=rf"net\.meta\.json'?: sides\.{side}\.knots_bytes must be"):
         BandwidthModel.load(tmp_path / "net.json")
+
+
+def test_a_probe_file_with_damaged_schema_metadata_is_refused_by_name(tmp_path: Path) -> None:
+    # Found by tests/test_bad_input.py's fuzzing: one flipped byte in the Parquet schema's pandas metadata
+    # raised a UnicodeDecodeError traceback from `srifty fit-net`.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from srifty.network.dataset import read_probes
+
+    table = pa.table({"size_bytes": [1024.0]}).replace_schema_metadata({b"pandas": b"\x8c{not json"})
+    pq.write_table(table, tmp_path / "p.parquet")
+    with pytest.raises(ArtifactError, match=r"p\.parquet' is a damaged Parquet probe file"):
+        read_probes(tmp_path / "p.parquet")

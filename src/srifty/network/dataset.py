@@ -73,15 +73,25 @@ def _read_one(path: Path) -> pd.DataFrame:
         ) from None
     raw = (table.schema.metadata or {}).get(_META_KEY)
     if raw is not None:
-        doc = json.loads(raw)
-        if doc.get("kind") != PROBE_KIND:
+        try:
+            doc = json.loads(raw)
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError: damaged metadata
+            doc = {"kind": "damaged"}
+        if not isinstance(doc, dict) or doc.get("kind") != PROBE_KIND:
+            doc = doc if isinstance(doc, dict) else {"kind": "damaged"}
             raise ArtifactError(f"'{path}' is a '{doc.get('kind')}' file, not a {PROBE_KIND} file.")
         if int(doc.get("schema_version", 0)) > PROBE_SCHEMA_VERSION:
             raise ArtifactError(
                 f"'{path}' is probe-set schema version {doc['schema_version']}, newer than this srifty "
                 f"reads ({PROBE_SCHEMA_VERSION}). Upgrade srifty."
             )
-    return with_defaults(table.to_pandas())
+    try:
+        frame = table.to_pandas()
+    except (UnicodeDecodeError, ValueError) as err:  # damaged pandas metadata in the schema
+        raise ArtifactError(
+            f"'{path}' is a damaged Parquet probe file ({type(err).__name__}); probe it again or restore the file."
+        ) from None
+    return with_defaults(frame)
 
 
 def read_probes(paths: Path | str | Sequence[Path | str]) -> pd.DataFrame:
