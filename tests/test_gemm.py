@@ -18,7 +18,7 @@ from srifty.compute.gpu_model import (
     tile_efficiency,
     work_features,
 )
-from srifty.compute.work import OpRecord, OpWork
+from srifty.compute.work import GROUPED_CONV_FIX, OpRecord, OpWork
 
 SPECS = load_catalog().gpu_specs
 PRIOR = GpuModelParams.prior()
@@ -82,6 +82,32 @@ def test_op_work_without_shapes_still_loads_and_says_so() -> None:
     features = work_features(work, [1.0, 8.0], SPECS["H200"], NumericSettings())
     assert any("typical tile efficiency" in a for a in features.assumptions)
     assert tile_efficiency(features.phases["fw"], PRIOR) == pytest.approx(UNSHAPED_TILE_EFFICIENCY)
+
+
+def test_classes_never_priced_by_shape_carry_no_tile_factor() -> None:
+    """A grouped convolution has no recorded products in any profile: its ``eta`` alone prices it, so its
+    tile efficiency is 1, in a shaped profile beside a shaped convolution as well as in an unshaped one;
+    only a convolution or matrix product without its shape takes the typical factor."""
+    dims = [(3136.0 * b, 64.0, 576.0, 1.0) for b in (1, 2)]
+    flops = tuple(2.0 * np.prod(d) for d in dims)
+    shaped = OpRecord(
+        "fw", "aten.convolution.default", "", "float32", 1, flops, (1e6, 2e6), None, gemms=((dims[0], dims[1]),)
+    )
+    grouped = OpRecord("fw", "aten.convolution.default", "", "float32", 1, flops, (1e6, 2e6), None, "depthwise")
+    bare = OpRecord("fw", "aten.convolution.default", "", "float32", 1, flops, (1e6, 2e6), None)
+    for records, expected in (
+        ((shaped, grouped), [None, 1.0]),
+        ((grouped, bare), [1.0, UNSHAPED_TILE_EFFICIENCY]),
+    ):
+        work = OpWork((1, 2), records, "perf_counter", flop_formulas=GROUPED_CONV_FIX)
+        features = work_features(work, [64.0], SPECS["H200"], NumericSettings())
+        efficiency = tile_efficiency(features.phases["fw"], PRIOR)[:, 0]
+        assert features.phases["fw"].flop_keys[records.index(grouped)] == "eta.conv_grouped"
+        for got, want in zip(efficiency, expected, strict=True):
+            if want is None:
+                assert 0 < got < 1
+            else:
+                assert got == pytest.approx(want)
 
 
 def test_a_product_one_batch_could_not_place_is_kept_as_recorded() -> None:

@@ -170,6 +170,7 @@ class PhaseFeatures:
     flop_bw_rows: list[NDArray[np.float64]] = field(default_factory=list)
     flop_intensity_keys: list[str] = field(default_factory=list)
     flop_shaped: list[bool] = field(default_factory=list)
+    flop_shape_missing: list[bool] = field(default_factory=list)
     gemm_record: list[int] = field(default_factory=list)
     gemm_share_rows: list[NDArray[np.float64]] = field(default_factory=list)
     gemm_occupancy_rows: list[NDArray[np.float64]] = field(default_factory=list)
@@ -302,6 +303,7 @@ def work_features(
                     )
                     shaped = op_class in SHAPED_CLASSES and bool(record.gemms)
                     feats.flop_shaped.append(shaped)
+                    feats.flop_shape_missing.append(op_class in SHAPED_CLASSES and not record.gemms)
                     if shaped:
                         split = TENSOR_SPLIT_K_MIN if unit in TENSOR_UNITS else SIMT_SPLIT_K_MIN
                         _add_gemms(feats, len(feats.flop_rows) - 1, work.gemms_at(record, b), spec.sm_count, split)
@@ -339,10 +341,13 @@ def tile_efficiency(f: PhaseFeatures, params: GpuModelParams) -> NDArray[np.floa
     """Each FLOP record's tile efficiency (records × batches, at most 1): its products' best tile each
     (:mod:`srifty.compute.gemm`), ``occupancy · k/(k + k½) / (1 + c·edge)`` on tensor cores and the
     occupancy alone on SIMT cores (see :data:`SIMT_SPLIT_K_MIN`), combined by their FLOPs
-    (time adds, so efficiencies combine harmonically); :data:`UNSHAPED_TILE_EFFICIENCY` where no shape
-    was recorded."""
+    (time adds, so efficiencies combine harmonically); :data:`UNSHAPED_TILE_EFFICIENCY` for a convolution
+    or matrix product whose shape was not recorded; 1 for the classes never priced by shape (grouped
+    convolutions, attention), whose ``eta`` alone carries their efficiency."""
     v = params.values
-    efficiency = np.full(f.flop_s.shape, UNSHAPED_TILE_EFFICIENCY)
+    efficiency = np.ones(f.flop_s.shape)
+    if f.flop_shape_missing:
+        efficiency[np.asarray(f.flop_shape_missing)] = UNSHAPED_TILE_EFFICIENCY
     if not f.gemm_record:
         return efficiency
     k_half, edge_cost = float(v["tile.k_half"]), float(v["tile.edge_cost"])
