@@ -16,6 +16,7 @@ from srifty.compute.gpu_model import (
     GpuModelParams,
     predict_ms,
     tile_efficiency,
+    tile_terms,
     work_features,
 )
 from srifty.compute.work import GROUPED_CONV_FIX, OpRecord, OpWork
@@ -155,6 +156,22 @@ def test_a_thin_layer_runs_at_a_lower_fraction_of_the_peak_than_a_wide_one() -> 
     e_thin = tile_efficiency(thin.phases["fw"], PRIOR)[0, 0]
     e_wide = tile_efficiency(wide.phases["fw"], PRIOR)[0, 0]
     assert 0 < e_thin < e_wide <= 1
+
+
+def test_a_small_tile_moves_more_operand_bytes_per_flop() -> None:
+    """The best tile for 64 output channels is at most 64 wide, for 512 it is 128 or more: per FLOP the
+    thin layer loads its operands more often (traffic factor = the tile's edge over a 128x128 tile's), so
+    its operand traffic term is larger, at equal FLOPs; a record without shapes stays at the reference."""
+    h200, settings = SPECS["H200"], NumericSettings()
+    thin = work_features(_conv_work(512, 64, 9, 56 * 56), [256.0], h200, settings).phases["fw"]
+    wide = work_features(_conv_work(64, 512, 9, 56 * 56), [256.0], h200, settings).phases["fw"]
+    assert thin.flop_s[0, 0] == pytest.approx(wide.flop_s[0, 0])
+    thin_traffic = tile_terms(thin, PRIOR)[1][0, 0]
+    wide_traffic = tile_terms(wide, PRIOR)[1][0, 0]
+    assert wide_traffic <= 1.0 < 1.5 <= thin_traffic
+    bare = OpRecord("fw", "aten.mm.default", "", "float32", 1, (1e9, 2e9), (1e6, 2e6), None)
+    unshaped = work_features(OpWork((1, 2), (bare,), "perf_counter"), [2.0], h200, settings).phases["fw"]
+    assert tile_terms(unshaped, PRIOR)[1] == pytest.approx(1.0)
 
 
 @settings(max_examples=60, deadline=None)

@@ -17,8 +17,9 @@ from srifty.plan.offers import excluded_opt_in_zones
 from srifty.spec import spec_from_mapping
 from srifty.spec.model import DEFAULT_TIME_TOLERANCE
 
-# Case 1 at a global batch of 512, where the fastest configuration is not the cheapest within 5 % of it (at 128,
-# under the GPU model with products' shapes, the fastest was also the cheapest).
+# The paper's case 1 (ResNet-50 on spot g4dn.8xlarge). Whether its fastest configuration is also the cheapest
+# within 5 % of its time depends on the global batch and on the GPU estimates of the day: the tests below hold
+# either way.
 CASE1 = {
     "model": "resnet50",
     "global_batch": 512,
@@ -39,22 +40,37 @@ def test_time_tolerance_belongs_to_min_time_and_is_a_fraction() -> None:
     assert spec_from_mapping({**CASE1, "goal": "min_cost"}).min_time_tolerance == 0.0
 
 
-def test_the_cheapest_configuration_within_the_tolerance_of_the_fastest_wins() -> None:
-    fastest, _ = plan_job(spec_from_mapping({**CASE1, "time_tolerance": 0}))
-    plan, _ = plan_job(spec_from_mapping({**CASE1, "time_tolerance": 0.05}))
-    assert fastest.best is not None and plan.best is not None and plan.fastest is not None
+@pytest.mark.parametrize("global_batch", [128, 512, 1024])
+def test_the_cheapest_configuration_within_the_tolerance_of_the_fastest_wins(global_batch: int) -> None:
+    """Whichever configuration is fastest under the current estimates: with a 5 % tolerance the plan is the
+    cheapest scored within 5 % of it, and names the fastest when that is a different one."""
+    case = {**CASE1, "global_batch": global_batch}
+    fastest, _ = plan_job(spec_from_mapping({**case, "time_tolerance": 0}))
+    plan, _ = plan_job(spec_from_mapping({**case, "time_tolerance": 0.05}))
+    assert fastest.best is not None and plan.best is not None
     assert fastest.fastest is None and fastest.time_tolerance == 0
+    within = [s for s in plan.evaluated if s.feasible and s.time_s <= fastest.best.time_s * 1.05]
+    assert min(s.cost_usd for s in within) == pytest.approx(plan.best.cost_usd)
+    assert plan.best.time_s <= fastest.best.time_s * 1.05
+    doc = plan.to_dict()
+    assert doc["time_tolerance"] == 0.05
+    if plan.fastest is None:  # the fastest is itself the cheapest within 5 % of its time
+        assert plan.best.config.key == fastest.best.config.key
+        return
     # The plan says what the fastest would cost, and chose something cheaper within 5 % of its time.
     assert plan.fastest.config.key == fastest.best.config.key
-    assert plan.best.time_s <= plan.fastest.time_s * 1.05
     assert plan.best.cost_usd < plan.fastest.cost_usd
-    # Nothing scored within the tolerance is cheaper, and every alternative within it costs more.
-    within = [s for s in plan.evaluated if s.feasible and s.time_s <= plan.fastest.time_s * 1.05]
-    assert min(s.cost_usd for s in within) == pytest.approx(plan.best.cost_usd)
     assert all(s.cost_usd >= plan.best.cost_usd for s in plan.alternatives if s.time_s <= plan.fastest.time_s * 1.05)
-    doc = plan.to_dict()
-    assert doc["time_tolerance"] == 0.05 and doc["fastest"]["config"] == plan.fastest.config.notation()
+    assert doc["fastest"]["config"] == plan.fastest.config.notation()
     assert any(line.startswith("Time tolerance 5%") for line in plan.explanation)
+
+
+def test_a_tolerance_gives_up_time_for_money_on_a_large_job() -> None:
+    """At a global batch of 1024 the fastest configuration (32 VMs) is dearer per unit of progress than half as
+    many at twice the batch: a 5 % tolerance takes the cheaper one."""
+    plan, _ = plan_job(spec_from_mapping({**CASE1, "global_batch": 1024, "time_tolerance": 0.05}))
+    assert plan.best is not None and plan.fastest is not None
+    assert plan.best.cost_usd < plan.fastest.cost_usd and plan.best.time_s > plan.fastest.time_s
 
 
 def test_a_user_deadline_still_binds_within_the_tolerance() -> None:
@@ -125,7 +141,7 @@ def test_a_candidate_sold_only_in_opt_in_zones_says_so() -> None:
 
 def test_the_plan_file_and_output_carry_the_fastest(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     spec = tmp_path / "job.yaml"
-    spec.write_text(yaml.safe_dump({**CASE1, "time_tolerance": 0.05}))
+    spec.write_text(yaml.safe_dump({**CASE1, "global_batch": 1024, "time_tolerance": 0.05}))
     code, out, err = cli("plan", str(spec), "--json", str(tmp_path / "plan.json"))
     assert code == 0, err
     first = out.splitlines()[0]

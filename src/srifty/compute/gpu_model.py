@@ -31,7 +31,9 @@ For convolutions and matrix products whose shapes the profile recorded (since is
 multiplied by the record's tile efficiency (:func:`tile_efficiency`, :mod:`srifty.compute.gemm`): how much
 of the GPU its products' output tiles keep busy (padding, wave quantisation over the GPU's SMs, split-K)
 and the tile's fixed cost against its ``k`` steps, so that a 64-channel 1×1 layer and a 512-channel 3×3
-layer of the same class run at different fractions of the peak.
+layer of the same class run at different fractions of the peak; and the operand traffic ``F / I_c`` is
+multiplied by the best tiles' edge (:func:`srifty.compute.gemm.tile_edge`) over a 128×128 tile's, since a
+smaller tile loads each operand more often per FLOP (``I_c`` is the intensity of a 128×128 tile).
 
 Parameters (:class:`GpuModelParams`) are named ``eta.*``, ``mu.*``, ``intensity.*``, ``tile.*``, ``kernel_s*``,
 ``host_s.*``, ``overlap_p`` and ``pipeline_q``; per GPU generation, ``compute_scale@<gen>`` and
@@ -50,7 +52,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from srifty.catalog import GpuSpec
-from srifty.compute.gemm import TILE_EDGES, tile_occupancy
+from srifty.compute.gemm import TILE_EDGES, tile_edge, tile_occupancy
 from srifty.compute.numerics import TENSOR_UNITS, NumericSettings, math_unit, peak_flops_per_s
 from srifty.compute.opclass import HOST, classify, variants_recorded
 from srifty.compute.work import WORK_PHASES, OpWork
@@ -113,10 +115,10 @@ SCALE_BOUNDS = (0.1, 5.0)
 # Tile efficiency of a matrix product whose shape was not recorded (profiles before issue 27): the median
 # over the 8 H200 models of each one's effective tile efficiency (its shaped FLOPs over their time at the
 # fitted tile efficiencies, forward and backward, batches 32-256) under the bundled calibration of issue 27:
-# 0.25 (mobilenet_v2 0.02, shufflenet 0.03, inception_v3 0.20, resnet18 0.24, resnet50 0.26, vgg16 0.39,
-# alexnet 0.53, BERT-base 0.99). An unshaped profile is priced like a typical model; its estimate errs by
+# 0.26 (mobilenet_v2 0.025, shufflenet 0.028, inception_v3 0.21, resnet18 0.245, resnet50 0.27, vgg16 0.40,
+# alexnet 0.54, BERT-base 0.99). An unshaped profile is priced like a typical model; its estimate errs by
 # as much as the models' spread, and says so (``assumptions``).
-UNSHAPED_TILE_EFFICIENCY = 0.25
+UNSHAPED_TILE_EFFICIENCY = 0.26
 # Op classes priced by their products' shapes; grouped convolutions have their own efficiencies.
 SHAPED_CLASSES = frozenset({"conv", "matmul"})
 # Products on tensor cores: never split along k. Products on the SIMT cores (FP32 without TF32, e.g. the
@@ -125,6 +127,7 @@ SHAPED_CLASSES = frozenset({"conv", "matmul"})
 # leave-one-model-out figures (srifty.compute.gemm's docstring gives them).
 TENSOR_SPLIT_K_MIN: float | None = None
 SIMT_SPLIT_K_MIN: float | None = 4096.0
+REFERENCE_TILE_EDGE = tile_edge((128, 128))
 
 
 def scale_names(generation: str) -> tuple[str, str]:
@@ -338,28 +341,47 @@ def _add_gemms(
 
 
 def tile_efficiency(f: PhaseFeatures, params: GpuModelParams) -> NDArray[np.float64]:
-    """Each FLOP record's tile efficiency (records × batches, at most 1): its products' best tile each
-    (:mod:`srifty.compute.gemm`), ``occupancy · k/(k + k½) / (1 + c·edge)`` on tensor cores and the
-    occupancy alone on SIMT cores (see :data:`SIMT_SPLIT_K_MIN`), combined by their FLOPs
-    (time adds, so efficiencies combine harmonically); :data:`UNSHAPED_TILE_EFFICIENCY` for a convolution
-    or matrix product whose shape was not recorded; 1 for the classes never priced by shape (grouped
-    convolutions, attention), whose ``eta`` alone carries their efficiency."""
+    """Each FLOP record's tile efficiency (records × batches, at most 1): see :func:`tile_terms`."""
+    return tile_terms(f, params)[0]
+
+
+def tile_terms(f: PhaseFeatures, params: GpuModelParams) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each FLOP record's ``(tile efficiency, operand traffic factor)``, both records × batches.
+
+    Tile efficiency (at most 1): its products' best tile each (:mod:`srifty.compute.gemm`),
+    ``occupancy · k/(k + k½) / (1 + c·edge)`` on tensor cores and the occupancy alone on SIMT cores (see
+    :data:`SIMT_SPLIT_K_MIN`), combined by their FLOPs (time adds, so efficiencies combine harmonically);
+    :data:`UNSHAPED_TILE_EFFICIENCY` for a convolution or matrix product whose shape was not recorded; 1 for
+    the classes never priced by shape (grouped convolutions, attention), whose ``eta`` alone carries their
+    efficiency.
+
+    Operand traffic factor: the FLOP-weighted :func:`srifty.compute.gemm.tile_edge` of those best tiles
+    (``64/tm + 64/tn``: a tile loads each operand once per ``tm`` or ``tn`` outputs, so the operand bytes
+    per FLOP scale with it), relative to the 128×128 tile whose intensity ``intensity.*`` is; 1 where no
+    shape was recorded.
+    """
     v = params.values
     efficiency = np.ones(f.flop_s.shape)
+    traffic = np.ones(f.flop_s.shape)
     if f.flop_shape_missing:
         efficiency[np.asarray(f.flop_shape_missing)] = UNSHAPED_TILE_EFFICIENCY
     if not f.gemm_record:
-        return efficiency
+        return efficiency, traffic
     k_half, edge_cost = float(v["tile.k_half"]), float(v["tile.edge_cost"])
     k_steps = f.gemm_k
     per_tile = f.gemm_occupancy * k_steps / (k_steps + k_half) / (1.0 + edge_cost * TILE_EDGES[:, None, None])
     per_tile[:, f.gemm_simt] = f.gemm_occupancy[:, f.gemm_simt]
-    best = np.maximum(per_tile.max(axis=0), 1e-6)
+    choice = per_tile.argmax(axis=0)
+    best = np.maximum(np.take_along_axis(per_tile, choice[None], axis=0)[0], 1e-6)
+    records = np.asarray(f.gemm_record)
     inverse = np.zeros_like(efficiency)
-    np.add.at(inverse, np.asarray(f.gemm_record), f.gemm_share / best)
+    np.add.at(inverse, records, f.gemm_share / best)
+    edge = np.zeros_like(traffic)
+    np.add.at(edge, records, f.gemm_share * TILE_EDGES[choice] / REFERENCE_TILE_EDGE)
     shaped = np.asarray(f.flop_shaped)
     efficiency[shaped] = 1.0 / np.maximum(inverse[shaped], 1.0)
-    return efficiency
+    traffic[shaped] = edge[shaped]
+    return efficiency, traffic
 
 
 def _smax(a: NDArray[np.float64], b: NDArray[np.float64], q: float) -> NDArray[np.float64]:
@@ -381,10 +403,11 @@ def phase_times_s(
     for phase, f in features.phases.items():
         k = zero.copy()
         if len(f.flop_keys):
-            eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tile_efficiency(f, params)
+            tiles, operand_traffic = tile_terms(f, params)
+            eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tiles
             mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
             intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
-            traffic = (f.flop_byte_s + f.flop_bw_s / intensity) / mu
+            traffic = (f.flop_byte_s + f.flop_bw_s * operand_traffic / intensity) / mu
             k = k + _smax(f.flop_s / eta, traffic, overlap).sum(axis=0)
         for name, seconds in f.byte_s.items():
             k = k + seconds / (v[name] * memory_scale)
