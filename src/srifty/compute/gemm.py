@@ -24,8 +24,11 @@ iteration MAPE on the H200 curves with the H200 curves only in the fit: tensor-c
 4,096 or 65,536 ``k`` steps per block 24.8%, 23.1%, 22.9%, none 20.5%; one 128×128 tile instead of the
 best of four 45.6%, five tiles (adding 64×32) 23.0%. Then, with the public rows in the fit, SIMT products by
 occupancy alone with split-K at 4,096 against as tensor cores without it: H200 20.0% against 20.7%, public
-rows 20.3% against 21.3% (held-out ResNet-50's FP32 rows on the V100, SIMT, had come out 86-97% slow). The
-figures are therefore optimistic by the choice. Without split-K a weight gradient on tensor cores has few
+rows 20.3% against 21.3% (held-out ResNet-50's FP32 rows on the V100, SIMT, had come out 86-97% slow).
+Last, the operand traffic a product adds beyond its tensors' bytes (``F / I`` in the GPU model) scaled by
+its best tile's :func:`tile_edge` over a 128×128 tile's: H200 only 20.8% → 18.3% (vgg16 44.7% → 32.6%);
+with the public rows, H200 20.0% → 17.3%, public rows 18.6% → 19.1%. The figures are therefore optimistic
+by the choice. Without split-K a weight gradient on tensor cores has few
 tiles and leaves most SMs idle, so the fitted backward tile efficiencies are low (0.02-0.3 on the H200
 curves), lower than a profiler would show: the fit leans on them for what else makes a backward pass
 slow, and this module does not claim to say which kernels cuDNN picks.
