@@ -76,9 +76,10 @@ def _read_one(path: Path) -> pd.DataFrame:
         try:
             doc = json.loads(raw)
         except ValueError:  # JSONDecodeError and UnicodeDecodeError: damaged metadata
+            doc = None
+        if not isinstance(doc, dict):
             doc = {"kind": "damaged"}
-        if not isinstance(doc, dict) or doc.get("kind") != PROBE_KIND:
-            doc = doc if isinstance(doc, dict) else {"kind": "damaged"}
+        if doc.get("kind") != PROBE_KIND:
             raise ArtifactError(f"'{path}' is a '{doc.get('kind')}' file, not a {PROBE_KIND} file.")
         if int(doc.get("schema_version", 0)) > PROBE_SCHEMA_VERSION:
             raise ArtifactError(
