@@ -21,7 +21,9 @@ def replayed_action(
     """``(loss time, iterations saved, action)`` of the replay's first loss, on a trace whose capacity goes at
     the run's loss (``view``: what the run's policy saw there, from its decision log), with the run's own pace
     (an iteration every ``pace`` seconds, a checkpoint every iteration, nothing to launch or restore), so that
-    the replay's view at the loss is the run's; ``policy`` is built as the run built its own."""
+    the replay's view at the loss is the run's; ``policy`` is built as the run built its own. The iterations saved
+    come from the replay's float arithmetic (``k * pace / pace`` can be 20.000000000000004): compare them with a
+    tolerance."""
     loss_at = float(view["now_s"])
     pace = loss_at / (view["iterations_done"] + 0.5)
     policy = dataclasses.replace(policy, checkpoint_interval_s=pace)
