@@ -17,7 +17,8 @@ Three measurements, each writing its section of BENCHMARKS.md:
   price, one placement) to compare the cost it claimed for its choice with what that choice costs in one
   real zone, and with the choice made with zone-consistent prices.
 
-Run under the CPU lock: ``flock /tmp/srifty-cpu.lock python -m benchmarks.catalog_search all``.
+Run under the CPU lock: ``flock /tmp/srifty-cpu.lock python -m benchmarks.catalog_search all``; with
+``--before REV`` each section keeps the section as committed at git ``REV`` beneath it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.common import ROOT, machine_description, write_section
+from benchmarks.common import ROOT, machine_description, with_before, write_section
 from srifty.catalog import InstanceType, catalog_from, load_catalog
 from srifty.errors import CatalogError
 from srifty.plan import Plan, per_type_cheapest_usd_per_hour, plan_job
@@ -301,13 +302,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["speed", "cases", "zones", "all"])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--before", metavar="REV", help="keep each section as committed at git REV beneath it")
     args = parser.parse_args(argv)
-    if args.what in ("speed", "all"):
-        write_section("Catalog-wide planning speed", speed(args.runs))
-    if args.what in ("cases", "all"):
-        write_section("Paper cases with candidates: auto", cases())
-    if args.what in ("zones", "all"):
-        write_section("Zone-consistent pricing", zones())
+    for what, heading, measure in (
+        ("speed", "Catalog-wide planning speed", lambda: speed(args.runs)),
+        ("cases", "Paper cases with candidates: auto", cases),
+        ("zones", "Zone-consistent pricing", zones),
+    ):
+        if args.what in (what, "all"):
+            before = with_before("", heading, args.before)  # read first: a bad REV fails before measuring
+            write_section(heading, f"{measure()}{before}")
 
 
 if __name__ == "__main__":

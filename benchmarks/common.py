@@ -43,6 +43,38 @@ def write_section(heading: str, body: str, path: Path = BENCHMARKS_MD) -> None:
     atomic_write_text(path, text.rstrip("\n") + "\n")
 
 
+BEFORE_HEADING = "### Before: as published at "
+
+
+def published_section(heading: str, revision: str, root: Path = ROOT) -> str:
+    """The body of ``## heading`` in BENCHMARKS.md as committed at git ``revision`` (of the repository at
+    ``root``), without its own "before"
+    block or interim remarks, for a regenerated section's "before".
+
+    Raises:
+        SystemExit: ``revision`` unknown, or its BENCHMARKS.md has no such section (the message says which).
+    """
+    shown = subprocess.run(
+        ["git", "show", f"{revision}:BENCHMARKS.md"], capture_output=True, text=True, cwd=root, check=False
+    )
+    if shown.returncode != 0:
+        raise SystemExit(f"--before {revision}: git cannot show BENCHMARKS.md there ({shown.stderr.strip()})")
+    pattern = re.compile(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", re.S | re.M)
+    found = pattern.search(shown.stdout)
+    if found is None:
+        raise SystemExit(f"--before {revision}: its BENCHMARKS.md has no section '## {heading}'")
+    body = found.group(1).split(f"\n{BEFORE_HEADING}")[0]
+    kept = [p.strip() for p in body.strip().split("\n\n") if p.strip() and not p.strip().startswith("(Interim:")]
+    return "\n\n".join(kept)
+
+
+def with_before(body: str, heading: str, revision: str | None, root: Path = ROOT) -> str:
+    """``body`` with, where ``revision`` is given, the section as published there beneath it."""
+    if revision is None:
+        return body
+    return f"{body.rstrip()}\n\n{BEFORE_HEADING}{revision}\n\n{published_section(heading, revision, root)}"
+
+
 def cpu_seconds() -> dict[int, tuple[bool, float]]:
     """Every process's CPU time so far (s), and whether it is this checkout's (its command or working folder is
     under the repository: the benchmark, srifty, torchrun and the workers)."""
