@@ -291,7 +291,7 @@ def _choice_row(name: str, old: Plan, new: Plan, catalog: Any) -> str:
     except CatalogError as err:  # its types share no zone: it cannot run as planned at all
         cannot = f"cannot run in one zone: {err}"
         return f"| {name} | {old.best.config.tagged()} (${_usd(claimed)}) | {cannot} | | {n} | ${c} |"
-    error = 100.0 * (true_cost - claimed) / true_cost
+    error = round(100.0 * (true_cost - claimed) / true_cost, 1) + 0.0  # + 0.0: no "-0.0%" for a rounding
     return (
         f"| {name} | {old.best.config.tagged()} (${_usd(claimed)}) | ${_usd(true_cost)} ({where}) | "
         f"{error:.1f}% | {n} | ${c} |"
