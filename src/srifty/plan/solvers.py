@@ -225,8 +225,9 @@ def _min_weight_counts(
             if span > steps:
                 continue
             offered = best[: steps + 1 - span] + m * weight
-            take = offered < best[span:]
-            best[span:] = np.where(take, offered, best[span:])
+            tail = best[span:]  # a view: updated in place
+            take = offered < tail
+            np.minimum(tail, offered, out=tail)
             pieces.append((i, m, span, take))
     if not np.isfinite(best[steps]):
         return None
@@ -260,8 +261,38 @@ def fewest_vms(cands: Sequence[Candidate], per_vm: Sequence[int], total: int) ->
 
 
 def cheapest_counts(cands: Sequence[Candidate], per_vm: Sequence[int], total: int) -> list[int] | None:
-    """Counts placing ``total`` samples at the lowest price per hour (``per_vm``: samples one VM of each takes)."""
-    return min_weight_counts(per_vm, [c.quota for c in cands], [c.price_usd_per_hour for c in cands], total)
+    """Counts placing ``total`` samples at the lowest price per hour (``per_vm``: samples one VM of each takes).
+
+    Only the candidates the program needs enter it (:func:`needed_offers`); the others get 0. The answer is the
+    same as with every candidate in it, ties included: a catalog-wide placement poses dozens of candidates,
+    most of them never needed."""
+    prices = [c.price_usd_per_hour for c in cands]
+    quotas = [c.quota for c in cands]
+    kept = needed_offers(per_vm, quotas, prices, total)
+    found = min_weight_counts([per_vm[i] for i in kept], [quotas[i] for i in kept], [prices[i] for i in kept], total)
+    if found is None:
+        return None
+    counts = [0] * len(cands)
+    for i, n in zip(kept, found, strict=True):
+        counts[i] = n
+    return counts
+
+
+def needed_offers(sizes: Sequence[int], quotas: Sequence[int], prices: Sequence[float], total: int) -> list[int]:
+    """Indices (in order) of the offers :func:`min_weight_counts` needs to place ``total`` samples cheapest.
+
+    An offer is left out when the offers of its size *before it* that cost no more have quota enough for
+    ``total // size`` VMs, as many of that size as any partial sum holds. When the program reaches it, those
+    can take each of its VMs at no higher price in every partial solution, so it improves no entry of the
+    table (the program takes an offer only where it is strictly better); left out, it changes none of the
+    tables, and the counts are the same, ties included. (A cheaper offer *after* it could change which of
+    several equally cheap answers the program returns; such an offer is kept.)"""
+    kept = []
+    for i, (size, price) in enumerate(zip(sizes, prices, strict=True)):
+        covered = sum(quotas[j] for j in range(i) if sizes[j] == size and prices[j] <= price)
+        if covered < total // size:
+            kept.append(i)
+    return kept
 
 
 def anchor_latencies_ms(cands: Sequence[Candidate], latency_ms: LatencyFn) -> list[float]:
