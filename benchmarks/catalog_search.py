@@ -18,7 +18,7 @@ Three measurements, each writing its section of BENCHMARKS.md:
   real zone, and with the choice made with zone-consistent prices.
 
 Run under the CPU lock: ``flock /tmp/srifty-cpu.lock python -m benchmarks.catalog_search all``; with
-``--before REV`` each section keeps the section as committed at git ``REV`` beneath it.
+``--before REV [REV …]`` each section keeps the section as committed at each git ``REV`` beneath it.
 """
 
 from __future__ import annotations
@@ -313,7 +313,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["speed", "cases", "zones", "all"])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--before", metavar="REV", help="keep each section as committed at git REV beneath it")
+    parser.add_argument(
+        "--before", metavar="REV", nargs="+", help="keep each section as committed at git REV (each REV) beneath it"
+    )
     args = parser.parse_args(argv)
     for what, heading, measure in (
         ("speed", "Catalog-wide planning speed", lambda: speed(args.runs)),

@@ -8,6 +8,7 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from srifty.artifacts import atomic_write_text
@@ -68,11 +69,13 @@ def published_section(heading: str, revision: str, root: Path = ROOT) -> str:
     return "\n\n".join(kept)
 
 
-def with_before(body: str, heading: str, revision: str | None, root: Path = ROOT) -> str:
-    """``body`` with, where ``revision`` is given, the section as published there beneath it."""
-    if revision is None:
+def with_before(body: str, heading: str, revisions: str | Sequence[str] | None, root: Path = ROOT) -> str:
+    """``body`` with, for each of ``revisions`` (newest first), the section as published there beneath it."""
+    if revisions is None:
         return body
-    return f"{body.rstrip()}\n\n{BEFORE_HEADING}{revision}\n\n{published_section(heading, revision, root)}"
+    for revision in [revisions] if isinstance(revisions, str) else revisions:
+        body = f"{body.rstrip()}\n\n{BEFORE_HEADING}{revision}\n\n{published_section(heading, revision, root)}"
+    return body
 
 
 def cpu_seconds() -> dict[int, tuple[bool, float]]:

@@ -67,3 +67,6 @@ def test_with_before_appends_the_published_section_only_when_asked(tmp_path: Pat
     assert with_before("new", "Plans", None, tmp_path) == "new"
     both = with_before("new", "Plans", revision, tmp_path)
     assert both.startswith(f"new\n\n{BEFORE_HEADING}{revision}\n\n| a | b |") and both.count(BEFORE_HEADING) == 1
+    twice = with_before("new", "Plans", [revision, revision[:8]], tmp_path)
+    older = published_section("Plans", revision, tmp_path)
+    assert twice.count(BEFORE_HEADING) == 2 and twice.endswith(f"{BEFORE_HEADING}{revision[:8]}\n\n{older}")
