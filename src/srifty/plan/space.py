@@ -108,12 +108,12 @@ def _shifted_window_sum(ways: np.ndarray, step: int, count: int) -> np.ndarray:
     rows = -(-n // step)
     flat = np.zeros(rows * step)
     flat[:n] = ways
-    grid = flat.reshape(rows, step)  # column r holds ways[r], ways[r + step], …
-    csum = np.vstack([np.zeros((1, step)), np.cumsum(grid, axis=0)])  # csum[k] = Σ grid[:k]
-    k = np.arange(rows)[:, None]
-    upper = csum[k[:, 0]]  # Σ grid[:k]  (c ≥ 1 excludes row k itself)
-    lower = csum[np.maximum(k[:, 0] - count, 0)]
-    return (upper - lower).reshape(-1)[:n]
+    csum = np.cumsum(flat.reshape(rows, step), axis=0)  # column r holds ways[r], ways[r + step], …; csum[k] = Σ[:k+1]
+    out = np.zeros((rows, step))
+    out[1:] = csum[:-1]  # Σ grid[:k]  (c ≥ 1 excludes row k itself)
+    if count + 1 < rows:
+        out[count + 1 :] -= csum[: rows - count - 1]  # minus Σ grid[:k − count]
+    return out.reshape(-1)[:n]
 
 
 def _reachable(problem: PlanProblem) -> list[NDArray[np.bool_]]:
