@@ -49,8 +49,7 @@ BEFORE_HEADING = "### Before: as published at "
 
 def published_section(heading: str, revision: str, root: Path = ROOT) -> str:
     """The body of ``## heading`` in BENCHMARKS.md as committed at git ``revision`` (of the repository at
-    ``root``), without its own "before"
-    block or interim remarks, for a regenerated section's "before".
+    ``root``), without its own "before" block or interim remarks, for a regenerated section's "before".
 
     Raises:
         SystemExit: ``revision`` unknown, or its BENCHMARKS.md has no such section (the message says which).

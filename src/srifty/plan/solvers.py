@@ -288,10 +288,12 @@ def needed_offers(sizes: Sequence[int], quotas: Sequence[int], prices: Sequence[
     tables, and the counts are the same, ties included. (A cheaper offer *after* it could change which of
     several equally cheap answers the program returns; such an offer is kept.)"""
     kept = []
-    for i, (size, price) in enumerate(zip(sizes, prices, strict=True)):
-        covered = sum(quotas[j] for j in range(i) if sizes[j] == size and prices[j] <= price)
-        if covered < total // size:
+    before: dict[int, list[tuple[float, int]]] = {}  # (price, quota) of the offers so far, by size
+    for i, (size, quota, price) in enumerate(zip(sizes, quotas, prices, strict=True)):
+        same_size = before.setdefault(size, [])
+        if sum(q for p, q in same_size if p <= price) < total // size:
             kept.append(i)
+        same_size.append((price, quota))
     return kept
 
 
