@@ -200,10 +200,21 @@ def min_weight_counts(
     ``0 ≤ counts ≤ quotas``: a bounded knapsack by dynamic programming over samples (in units of the sizes'
     greatest common divisor), each quota split into powers of two. ``None`` when no counts add up.
 
-    Remembered by its arguments: the zones of a region pose the same programs (the fewest-VM one does not
-    depend on prices at all), and :func:`warm` poses each placement's programs before its search does."""
-    found = _min_weight_counts(tuple(sizes), tuple(quotas), tuple(float(w) for w in weights), total)
-    return None if found is None else list(found)
+    Only the offers the program needs enter it (:func:`needed_offers`); the others get 0, and the answer is the
+    same as with every offer in it, ties included: a catalog-wide placement poses dozens of offers, most of
+    them never needed. Remembered by the offers it needs: the zones of a region pose the same programs (the
+    fewest-VM one does not depend on prices at all), and :func:`warm` poses each placement's programs before
+    its search does."""
+    kept = needed_offers(sizes, quotas, weights, total)
+    found = _min_weight_counts(
+        tuple(sizes[i] for i in kept), tuple(quotas[i] for i in kept), tuple(float(weights[i]) for i in kept), total
+    )
+    if found is None:
+        return None
+    counts = [0] * len(sizes)
+    for i, n in zip(kept, found, strict=True):
+        counts[i] = n
+    return counts
 
 
 @functools.lru_cache(maxsize=4096)
@@ -261,25 +272,13 @@ def fewest_vms(cands: Sequence[Candidate], per_vm: Sequence[int], total: int) ->
 
 
 def cheapest_counts(cands: Sequence[Candidate], per_vm: Sequence[int], total: int) -> list[int] | None:
-    """Counts placing ``total`` samples at the lowest price per hour (``per_vm``: samples one VM of each takes).
-
-    Only the candidates the program needs enter it (:func:`needed_offers`); the others get 0. The answer is the
-    same as with every candidate in it, ties included: a catalog-wide placement poses dozens of candidates,
-    most of them never needed."""
-    prices = [c.price_usd_per_hour for c in cands]
-    quotas = [c.quota for c in cands]
-    kept = needed_offers(per_vm, quotas, prices, total)
-    found = min_weight_counts([per_vm[i] for i in kept], [quotas[i] for i in kept], [prices[i] for i in kept], total)
-    if found is None:
-        return None
-    counts = [0] * len(cands)
-    for i, n in zip(kept, found, strict=True):
-        counts[i] = n
-    return counts
+    """Counts placing ``total`` samples at the lowest price per hour (``per_vm``: samples one VM of each takes)."""
+    return min_weight_counts(per_vm, [c.quota for c in cands], [c.price_usd_per_hour for c in cands], total)
 
 
 def needed_offers(sizes: Sequence[int], quotas: Sequence[int], prices: Sequence[float], total: int) -> list[int]:
-    """Indices (in order) of the offers :func:`min_weight_counts` needs to place ``total`` samples cheapest.
+    """Indices (in order) of the offers the knapsack of :func:`min_weight_counts` needs to place ``total``
+    samples at the least weight (``prices``).
 
     An offer is left out when the offers of its size *before it* that cost no more have quota enough for
     ``total // size`` VMs, as many of that size as any partial sum holds. When the program reaches it, those
