@@ -256,3 +256,29 @@ def test_exhaustive_and_ilp_name_the_same_binding_constraint(constraints: dict[s
         plan = make_plan(spec, predictor(), latency_ms, mode=mode)  # type: ignore[arg-type]
         assert plan.best is None and plan.infeasibility is not None
         assert plan.infeasibility.binding_constraint == binds, (mode, plan.infeasibility.message)
+
+
+def test_the_anchor_sweep_is_computed_once_per_placement_and_searched_as_computed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """warm() sweeps each ILP placement's anchors for its network prefetch; the search takes that sweep instead
+    of sweeping again, and plans as a search that sweeps for itself."""
+    from srifty.plan import solvers
+    from srifty.plan.scoring import best_of as best
+
+    p = problem({"t4.1": 64, "t4.4": 64, "v100.4": 64}, 4096, goal="min_cost", deadline_s=4000.0)
+    sweeps: list[int] = []
+    real = solvers.anchor_configs
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        sweeps.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(solvers, "anchor_configs", counted)
+    plan = make_plan(p, predictor(), latency_ms, mode="auto")
+    assert plan.mode == "ilp" and plan.best is not None and len(sweeps) == 1
+    alone = solvers.optimize(p, predictor(), latency_ms)
+    assert len(sweeps) == 2 and alone.n_ilp_solved == plan.n_ilp_solved
+    chosen = best("min_cost", alone.scored)
+    assert chosen is not None and chosen.config.key == plan.best.config.key
+    assert chosen.cost_usd == pytest.approx(plan.best.cost_usd, rel=1e-12)

@@ -25,7 +25,7 @@ from srifty.plan.problem import Placement, PlanProblem
 from srifty.plan.prune import Pruning
 from srifty.plan.result import Infeasibility, PlacementOutcome, Plan, pareto_front
 from srifty.plan.scoring import Scored, best_of, objective, preference, score
-from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, LatencyFn, Mode, optimize, warm
+from srifty.plan.solvers import DEFAULT_MAX_SIM_CALLS, AnchorSweep, LatencyFn, Mode, optimize, warm
 from srifty.plan.space import count_configs
 from srifty.units import usd_text
 
@@ -79,8 +79,9 @@ def make_plan(
         pool.update((s.config.key, s) for s in pruning.study)
     bounds: Mapping[Placement, float] = pruning.lower_bounds if pruning is not None else {}
     order = sorted(range(len(batch)), key=lambda i: (_bound(bounds, batch[i]), i))
+    swept: dict[int, AnchorSweep] = {}
     if search is optimize:  # srifty's optimizer: every placement's first network questions in one call
-        warm(batch, memo, latency_ms, mode, max_sim_calls)
+        swept = warm(batch, memo, latency_ms, mode, max_sim_calls)
     outcomes: dict[int, PlacementOutcome] = {}
     modes: set[str] = set()
     n_ilp = 0
@@ -91,7 +92,10 @@ def make_plan(
         if skip is not None:
             outcomes[i] = PlacementOutcome(problem.placement, "skipped", count_configs(problem), 0, None, skip)
             continue
-        found = search(problem, memo, latency_ms, mode, max_sim_calls)
+        if i in swept:  # srifty's optimizer, whose anchor sweep warm() already computed
+            found = optimize(problem, memo, latency_ms, mode, max_sim_calls, anchors=swept[i])
+        else:
+            found = search(problem, memo, latency_ms, mode, max_sim_calls)
         pool.update((s.config.key, s) for s in found.scored)
         modes.add(found.mode)
         n_ilp += found.n_ilp_solved

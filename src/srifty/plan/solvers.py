@@ -49,6 +49,8 @@ from srifty.vocab import Config
 LatencyFn = Callable[[Candidate, int], float]
 Mode = Literal["auto", "exhaustive", "ilp"]
 DEFAULT_MAX_SIM_CALLS = 10_000
+#: An anchor sweep's solutions (not yet predicted) and the number of integer programs it solved.
+AnchorSweep = tuple[list[Config], int]
 
 
 @dataclass(frozen=True)
@@ -74,11 +76,13 @@ def optimize(
     latency_ms: LatencyFn,
     mode: Mode = "auto",
     max_sim_calls: int = DEFAULT_MAX_SIM_CALLS,
+    anchors: AnchorSweep | None = None,
 ) -> SearchOutcome:
     """srifty's search: the pruned space exhaustively when it is small enough, else anchor + ILP.
 
     Args:
         latency_ms: compute latency (ms) of one GPU of a candidate at a local batch, for anchoring.
+        anchors: this problem's anchor sweep (:func:`anchor_configs`), where :func:`warm` already computed it.
     """
     size = count_configs(problem)
     if size == 0:  # nothing places the global batch: the explanation says why, without searching
@@ -87,7 +91,7 @@ def optimize(
     if use == "exhaustive":
         bounded = latency_ms if getattr(predictor, "name", "") == "srifty" else None
         return SearchOutcome(exhaustive(problem, predictor, bounded), "exhaustive", size)
-    scored, n_ilp = anchor_ilp(problem, predictor, latency_ms)
+    scored, n_ilp = anchor_ilp(problem, predictor, latency_ms, anchors)
     return SearchOutcome(scored, "ilp", size, n_ilp)
 
 
@@ -102,26 +106,32 @@ def warm(
     latency_ms: LatencyFn,
     mode: Mode = "auto",
     max_sim_calls: int = DEFAULT_MAX_SIM_CALLS,
-) -> None:
+) -> dict[int, AnchorSweep]:
     """Ask the bandwidth model, in one call, the network questions :func:`optimize` asks first in each of
     ``problems`` (the anchor sweep's solutions; the exhaustive search's :data:`FIRST_ASKED` most promising
     configurations), instead of one call per placement: a call's fixed cost outweighs its size, and the zones
-    of a region ask nearly the same questions. Answers are cached, so the searches predict exactly as without."""
+    of a region ask nearly the same questions. Answers are cached, so the searches predict exactly as without.
+
+    Returns the anchor sweeps it computed, by index in ``problems``, for :func:`optimize` to take (``anchors``)
+    instead of sweeping again; none without a predictor that prefetches."""
     prefetch = getattr(predictor, "prefetch", None)
     if prefetch is None:
-        return
+        return {}
     asked: list[Config] = []
-    for problem in problems:
+    sweeps: dict[int, AnchorSweep] = {}
+    for i, problem in enumerate(problems):
         size = count_configs(problem)
         if size == 0:
             continue
         if _mode_for(size, mode, max_sim_calls) == "ilp":
-            asked += anchor_configs(problem, latency_ms)[0]
+            sweeps[i] = anchor_configs(problem, latency_ms)
+            asked += sweeps[i][0]
         elif getattr(predictor, "name", "") == "srifty":
             configs, _, order = _front(problem, latency_ms)
-            asked += [configs[i] for i in order[:FIRST_ASKED]]
+            asked += [configs[j] for j in order[:FIRST_ASKED]]
     if asked:
         prefetch(asked)
+    return sweeps
 
 
 #: Feasible configurations the bounded exhaustive search keeps beating before it stops (the best and the
@@ -303,14 +313,17 @@ def anchor_latencies_ms(cands: Sequence[Candidate], latency_ms: LatencyFn) -> li
     return sorted({latency_ms(c, b) for c in cands for b in c.batches})
 
 
-def anchor_ilp(problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn) -> tuple[list[Scored], int]:
+def anchor_ilp(
+    problem: PlanProblem, predictor: Predictor, latency_ms: LatencyFn, anchors: AnchorSweep | None = None
+) -> tuple[list[Scored], int]:
     """The anchor sweep (see the module docstring). Returns the scored solutions and the number of integer
     programs solved.
 
     Args:
         latency_ms: compute latency (ms) of one GPU of a candidate at a local batch.
+        anchors: :func:`anchor_configs` of this problem with this ``latency_ms``, if already computed.
     """
-    configs, n_ilp = anchor_configs(problem, latency_ms)
+    configs, n_ilp = anchor_configs(problem, latency_ms) if anchors is None else anchors
     prefetch = getattr(predictor, "prefetch", None)
     if prefetch is not None:  # every solution's network question in one bandwidth-model call
         prefetch(configs)
