@@ -47,6 +47,27 @@ def test_this_machine_is_described_with_its_cpu_and_software() -> None:
     assert MachineRecord.from_dict(here.to_dict()) == here
 
 
+def test_cpu_generations_that_share_a_model_name_are_told_apart(tmp_path: Path) -> None:
+    """A cloud VM's CPU was named "AMD EPYC" both as a Zen 5 with AVX-512 and as a Zen 1 with AVX2 (three times
+    apart on a convolution): the signature and the vector instructions tell them apart, also in benchmark lines."""
+    from benchmarks.common import machine_description
+
+    from srifty.compute.measure.device import cpu_fields, cpu_signature, cpu_vector_isa
+
+    def cpuinfo(family: int, model: int, flags: str) -> Path:
+        path = tmp_path / f"cpuinfo-{family}"
+        first = f"processor\t: 0\nmodel name\t: AMD EPYC\ncpu family\t: {family}\nmodel\t\t: {model}\n"
+        path.write_text(first + f"stepping\t: 1\nflags\t\t: fpu sse2 {flags}\n\nprocessor\t: 1\ncpu family\t: 99\n")
+        return path
+
+    zen5, zen1 = cpu_fields(cpuinfo(26, 2, "avx avx2 avx512f avx512bw")), cpu_fields(cpuinfo(23, 1, "avx avx2"))
+    assert zen5["model name"] == zen1["model name"] == "AMD EPYC"
+    assert (cpu_signature(zen5), cpu_vector_isa(zen5)) == ("family 26 model 2 stepping 1", "AVX-512")
+    assert (cpu_signature(zen1), cpu_vector_isa(zen1)) == ("family 23 model 1 stepping 1", "AVX2")
+    assert cpu_fields(tmp_path / "missing") == {} and cpu_vector_isa({"flags": "fpu sse2"}) is None
+    assert cpu_signature(cpu_fields()) in machine_description()
+
+
 @given(
     hostname=st.text(min_size=1, max_size=20),
     cpus=st.integers(1, 4096),

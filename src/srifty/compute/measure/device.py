@@ -40,11 +40,45 @@ def catalog_gpu_name(device_name: str) -> str | None:
     return None
 
 
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpu_fields(path: Path = CPUINFO) -> dict[str, str]:
+    """The first processor's fields in ``/proc/cpuinfo`` (keys in lower case); empty where there is no such file."""
+    fields: dict[str, str] = {}
+    if path.is_file():
+        for line in path.read_text(errors="replace").splitlines():
+            if not line.strip():
+                break  # the first processor is enough
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip().lower(), value.strip())
+    return fields
+
+
+def cpu_signature(fields: dict[str, str] | None = None) -> str:
+    """``"family F model M stepping S"`` from ``/proc/cpuinfo``: what tells CPU generations apart where the
+    model name does not (a cloud VM's ``"AMD EPYC"`` is a Zen 1 or a Zen 5); the platform's machine otherwise."""
+    info = cpu_fields() if fields is None else fields
+    if "cpu family" in info and "model" in info:
+        return f"family {info['cpu family']} model {info['model']} stepping {info.get('stepping', '?')}"
+    return platform.machine()
+
+
+def cpu_vector_isa(fields: dict[str, str] | None = None) -> str | None:
+    """The widest x86 vector instruction set the CPU offers (``"AVX-512"``, ``"AVX2"`` or ``"AVX"``), which
+    decides which kernels oneDNN and MKL run (a convolution can take three times as long without AVX-512);
+    ``None`` where the flags name none of them."""
+    flags = set((cpu_fields() if fields is None else fields).get("flags", "").split())
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX")):
+        if flag in flags:
+            return name
+    return None
+
+
 def cpu_model_name() -> str:
     """The CPU model as ``/proc/cpuinfo`` names it, or the platform's processor string."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
+    if CPUINFO.is_file():
+        for line in CPUINFO.read_text(errors="replace").splitlines():
             if line.lower().startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()

@@ -11,20 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from srifty.compute.machine import MachineRecord
-from srifty.compute.measure.device import cpu_model_name
+from srifty.compute.measure.device import cpu_fields, cpu_model_name, cpu_signature
 from srifty.units import BYTES_PER_GIB
-
-
-def _cpuinfo() -> dict[str, str]:
-    path = Path("/proc/cpuinfo")
-    fields: dict[str, str] = {}
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():
-            if not line.strip():
-                break  # the first processor is enough
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip().lower(), value.strip())
-    return fields
 
 
 def _memory_gib() -> int:
@@ -82,12 +70,8 @@ def _torch_facts() -> dict[str, Any]:
 
 def current_machine(include_torch: bool = True) -> MachineRecord:
     """The record of the machine this process runs on (imports torch when ``include_torch`` and installed)."""
-    info = _cpuinfo()
-    signature = (
-        f"family {info['cpu family']} model {info['model']} stepping {info.get('stepping', '?')}"
-        if "cpu family" in info and "model" in info
-        else platform.machine()
-    )
+    info = cpu_fields()
+    signature = cpu_signature(info)
     machine_id_path = Path("/etc/machine-id")
     machine_id = machine_id_path.read_text().strip() or None if machine_id_path.is_file() else None
     mhz = info.get("cpu mhz")
