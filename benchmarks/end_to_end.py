@@ -199,13 +199,14 @@ def run_ddp(
     guard: ProcessGuard,
     worker: str = "benchmarks.e2e_worker",
     extra_env: dict[str, str] | None = None,
+    scale: float = SCALE,
 ) -> list[float]:
-    """Real DDP training across testbed hosts (or another ``worker`` module, given ``extra_env``); returns
-    rank 0's timed iteration times (s)."""
+    """Real DDP training across testbed hosts (or another ``worker`` module, given ``extra_env``), links shaped
+    to ``scale`` times the family's rated bandwidth; returns rank 0's timed iteration times (s)."""
     family = family_from_catalog(case.family)
     name = RUN_NAME
     down(name)
-    state = up(name, len(case.hosts), family, scale=SCALE, seed=seed, gpus_per_host=1)
+    state = up(name, len(case.hosts), family, scale=scale, seed=seed, gpus_per_host=1)
     result = out / f"run-{case.name.replace(' ', '_')}.json"
     port = 29500 + seed % 1000
     env = {

@@ -342,6 +342,95 @@ def run_comm(guard: Any) -> list[dict[str, Any]]:
     return rows
 
 
+#: The overlap diagnostic: (hosts, CPU quota) pairs, each on the benchmark's slow links and on rated ones.
+OVERLAP_SETS = ((2, SLOW.quota), (2, FAST.quota), (4, SLOW.quota))
+
+
+def run_overlap(guard: Any) -> list[dict[str, Any]]:
+    """How compute and gloo's allreduce slow each other between testbed hosts under each type's CPU quota, on
+    the benchmark's links (1/50 of rated: the wire is the bottleneck) and on rated links (the CPU is): resnet18's
+    buckets alone, then with a compute thread running on every host (``benchmarks.allreduce_worker``'s burner).
+    The profiler measures the same two slowdowns with a loopback peer; the simulator applies them to the
+    exchange whatever its link."""
+    profile = load_profile(e2e.profile_path(CASES[2], SLOW, PROFILES))
+    buckets = [int(b.size_bytes) for b in profile.buckets]
+    out = Path(tempfile.mkdtemp(prefix="srifty-mhr-overlap-"))
+    rows = []
+    try:
+        for scale in (e2e.SCALE, 1.0):
+            for n_hosts, quota in OVERLAP_SETS:
+                host = e2e.Host(quota, SLOW.batch)
+                case = e2e.Case(f"overlap {n_hosts} hosts", MODEL, FAMILY, (host,) * n_hosts)
+                row: dict[str, Any] = {"hosts": n_hosts, "quota_cores": quota, "scale": scale}
+                for burn in (False, True):
+                    groups = [e2e.make_cgroup(f"ovl{j}", quota) for j in range(n_hosts)]
+                    burn_file = out / f"burn-{n_hosts}-{quota}-{scale}.json"
+                    env = {
+                        "AR_BUCKETS": ",".join(map(str, buckets)),
+                        **({"AR_BURN_OUT": str(burn_file)} if burn else {}),
+                    }
+                    times = e2e.run_ddp(case, groups, SEED + n_hosts, 2, COMM_REPS, out, guard,
+                                        worker="benchmarks.allreduce_worker", extra_env=env, scale=scale)  # fmt: skip
+                    row["comm_burn_s" if burn else "comm_alone_s"] = statistics.median(times)
+                    if burn:
+                        rates = json.loads(burn_file.read_text())
+                        row["compute_alone_per_s"] = statistics.median(rates["alone_per_s"])
+                        row["compute_during_per_s"] = statistics.median(rates["during_per_s"])
+                        slowed = [a / d for a, d in zip(rates["alone_per_s"], rates["during_per_s"], strict=True)]
+                        row["compute_slowed"] = statistics.median(slowed)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return rows
+
+
+def _overlap_section(overlap: dict[str, Any]) -> list[str]:
+    """The overlap diagnostic's table, beside the factors the profiles measured with a loopback peer."""
+    loopback = {}
+    for host in (FAST, SLOW):
+        measured = load_profile(e2e.profile_path(CASES[2], host, PROFILES)).interference
+        if measured is not None:
+            loopback[host.quota] = measured
+    lines = [
+        "",
+        "Diagnostic, overlap on the link: gloo allreduces of the same buckets between testbed hosts, each host "
+        "under a CPU quota, alone and while a compute thread runs on every host (float32 matrix products, one "
+        "torch thread; it competes for the quota as backward does). *Compute slowed*: the compute's rate in "
+        "half a second with no communication over its rate during the allreduces that follow, in each "
+        "repetition (median). *Communication slowed* and *compute slowed* are the two factors `srifty profile` "
+        "measures with a loopback peer (last column: the multi-host profiles' medians at that quota, measured on the "
+        "machine named in their record) and the simulator applies to the exchange on any link. Links at 1/50 "
+        "of rated (this benchmark's) or at rated bandwidth. Medians of "
+        f"{COMM_REPS} repetitions after 2 warm-up ones, rank 0.",
+        "",
+        "| hosts | CPU quota | link | allreduce alone (ms) | during compute (ms) | communication slowed | "
+        "compute slowed | profile, loopback: communication / compute slowed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in overlap["rows"]:
+        link = "rated" if r["scale"] == 1.0 else f"1/{r['scale']:g} of rated"
+        lb = loopback.get(r["quota_cores"])
+        ref = "—" if lb is None else f"{lb.comm_slowdown.median:.2f} / {lb.bwd_slowdown.median:.2f}"
+        lines.append(
+            f"| {r['hosts']} | {r['quota_cores']:g} cores | {link} | {r['comm_alone_s'] * 1e3:.0f} | "
+            f"{r['comm_burn_s'] * 1e3:.0f} | {r['comm_burn_s'] / r['comm_alone_s']:.2f} | "
+            f"{r['compute_slowed']:.2f} | {ref} |"
+        )
+    slow = [r for r in overlap["rows"] if r["scale"] != 1.0]
+    if slow:
+        comm = [r["comm_burn_s"] / r["comm_alone_s"] for r in slow]
+        compute = [r["compute_slowed"] for r in slow]
+        lines += [
+            "",
+            f"On this benchmark's links the allreduce, which needs little CPU there, is slowed "
+            f"x{min(comm):.2f}-{max(comm):.2f} by compute in the same quota, and the compute "
+            f"x{min(compute):.2f}-{max(compute):.2f} by it.",
+        ]
+    command = "flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part overlap"
+    return [*lines, "", f"Command: `{command}` (as root; {overlap['elapsed_s']:.0f} s). Machine: {overlap['machine']}."]
+
+
 def repredict(pred: dict[str, Any]) -> dict[str, Any]:
     """The last run's predictions with srifty at this commit beside them (``srifty_after_s``), from the same
     profiles: made after the runs, so labelled as such (the run's own predictions stay as they were)."""
@@ -360,8 +449,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
         "--part",
-        choices=["predict", "faults", "comm", "repredict"],
-        help="predict and measure 2/3/4 hosts, faults, comm, or predict the last run again with this commit's model",
+        choices=["predict", "faults", "comm", "overlap", "repredict"],
+        help="predict and measure 2/3/4 hosts, faults, comm, overlap on the link, or predict the last run again "
+        "with this commit's model",
     )
     parser.add_argument("--remeasure", action="store_true", help="profile again even if this machine's exist")
     parser.add_argument("--repeats", type=int, default=3, help="--part predict: repetitions of every configuration")
@@ -391,6 +481,9 @@ def main() -> None:
             elif args.part == "comm":
                 saved["comm"] = {"rows": run_comm(guard), "machine": machine_description(),
                                  "elapsed_s": time.perf_counter() - started}  # fmt: skip
+            elif args.part == "overlap":
+                saved["overlap"] = {"rows": run_overlap(guard), "machine": machine_description(),
+                                    "elapsed_s": time.perf_counter() - started}  # fmt: skip
             else:
                 if "faults" in saved:  # an earlier run's figures stay in the results
                     saved.setdefault("earlier_faults", []).append(saved.pop("faults"))
@@ -623,6 +716,8 @@ def render(saved: dict[str, Any]) -> str:
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part comm` "
             f"({comm['elapsed_s']:.0f} s). Machine: {comm['machine']}.",
         ]
+    if saved.get("overlap"):
+        out += _overlap_section(saved["overlap"])
     faults = saved.get("faults")
     if faults:
         job = FAULT_JOB
