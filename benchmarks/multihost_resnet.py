@@ -423,9 +423,10 @@ def _overlap_section(overlap: dict[str, Any]) -> list[str]:
         compute = [r["compute_slowed"] for r in slow]
         lines += [
             "",
-            f"On this benchmark's links the allreduce, which needs little CPU there, is slowed "
-            f"x{min(comm):.2f}-{max(comm):.2f} by compute in the same quota, and the compute "
-            f"x{min(compute):.2f}-{max(compute):.2f} by it.",
+            "On this benchmark's links, where the wire sets the allreduce's pace (alone it takes "
+            + " and ".join(f"{r['comm_alone_s'] * 1e3:.0f} ms at {r['quota_cores']:g}" for r in slow if r["hosts"] == 2)
+            + " cores on 2 hosts), compute in the same quota still slows it "
+            f"x{min(comm):.2f}-{max(comm):.2f}, and it slows the compute x{min(compute):.2f}-{max(compute):.2f}.",
         ]
     command = "flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part overlap"
     return [*lines, "", f"Command: `{command}` (as root; {overlap['elapsed_s']:.0f} s). Machine: {overlap['machine']}."]
