@@ -21,7 +21,9 @@ gates both, as the testbed's does; an upper bound where communication needs less
 link). Scaling both by the exchange's rate over its rate in the measurement (the CPU a byte costs held
 fixed) was tried and predicted the testbed's multi-host runs worse (14.9 % MAPE against 11.5 % for the
 factors as measured, from the same profiles; BENCHMARKS.md, "Multi-host iteration-time prediction"), so
-they apply as measured.
+they apply as measured. Measured directly on the testbed's slow links (``benchmarks.multihost_resnet --part
+overlap``): where the wire sets the allreduce's pace, compute in the same CPU quota still slows it ×1.9-2.2 and
+is slowed ×1.3-1.7, the range of the loopback factors.
 
 Pure: no torch. Times in ms in the records (as profile samples are).
 """
