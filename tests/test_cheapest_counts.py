@@ -44,3 +44,15 @@ def test_an_offer_is_left_out_only_behind_offers_of_its_size_that_cost_no_more_w
     assert needed_offers([16, 16], [8, 8], [2.0, 1.0], 64) == [0, 1]
     # a cheaper offer with too little quota does not push one out
     assert needed_offers([16, 16], [3, 8], [1.0, 2.0], 64) == [0, 1]
+
+
+def test_a_remembered_program_hands_each_caller_counts_of_its_own() -> None:
+    """Programs are remembered whole; a caller that changes the counts it got changes no later answer."""
+    from srifty.plan.solvers import min_weight_counts
+
+    first = min_weight_counts([4, 8], [3, 2], [1.0, 1.5], 16)
+    assert first is not None and sum(n * s for n, s in zip(first, [4, 8], strict=True)) == 16
+    expected = list(first)
+    first[0] += 5
+    assert min_weight_counts([4, 8], [3, 2], [1.0, 1.5], 16) == expected
+    assert min_weight_counts((4, 8), (3, 2), (1, 1.5), 16) == expected  # any sequences, ints as weights

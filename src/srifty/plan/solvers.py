@@ -214,17 +214,27 @@ def min_weight_counts(
     same as with every offer in it, ties included: a catalog-wide placement poses dozens of offers, most of
     them never needed. Remembered by the offers it needs: the zones of a region pose the same programs (the
     fewest-VM one does not depend on prices at all), and :func:`warm` poses each placement's programs before
-    its search does."""
+    its search does. Whole programs are remembered too (which offers they need included): a search poses
+    the same program for many anchors, and a plan run again poses them all again."""
+    found = _program_counts(tuple(sizes), tuple(quotas), tuple(float(w) for w in weights), total)
+    return None if found is None else list(found)
+
+
+@functools.lru_cache(maxsize=16384)
+def _program_counts(
+    sizes: tuple[int, ...], quotas: tuple[int, ...], weights: tuple[float, ...], total: int
+) -> tuple[int, ...] | None:
+    """:func:`min_weight_counts` of one program, every offer's count (a pure function of its arguments)."""
     kept = needed_offers(sizes, quotas, weights, total)
     found = _min_weight_counts(
-        tuple(sizes[i] for i in kept), tuple(quotas[i] for i in kept), tuple(float(weights[i]) for i in kept), total
+        tuple(sizes[i] for i in kept), tuple(quotas[i] for i in kept), tuple(weights[i] for i in kept), total
     )
     if found is None:
         return None
     counts = [0] * len(sizes)
     for i, n in zip(kept, found, strict=True):
         counts[i] = n
-    return counts
+    return tuple(counts)
 
 
 @functools.lru_cache(maxsize=4096)
