@@ -21,7 +21,13 @@ def machine_description() -> str:
     """One line naming the machine: CPU model with its family and model numbers and widest vector instructions
     (this machine's ``"AMD EPYC"`` has been a Zen 5 and a Zen 1, three times apart on a CPU convolution), cores,
     memory, OS, and the git commit measured."""
-    from srifty.compute.measure.device import available_memory_bytes, cpu_model_name, cpu_signature, cpu_vector_isa
+    from srifty.compute.measure.device import (
+        available_memory_bytes,
+        cpu_fields,
+        cpu_model_name,
+        cpu_signature,
+        cpu_vector_isa,
+    )
 
     commit = "unknown"
     with contextlib.suppress(OSError, subprocess.CalledProcessError):
@@ -30,8 +36,9 @@ def machine_description() -> str:
         ).stdout.strip()
     cores = os.cpu_count() or 0
     mem_gib = available_memory_bytes() / 2**30
+    cpu = cpu_fields()
     return (
-        f"{cpu_model_name()} ({', '.join(filter(None, (cpu_signature(), cpu_vector_isa())))}), {cores} cores, "
+        f"{cpu_model_name(cpu)} ({', '.join(filter(None, (cpu_signature(cpu), cpu_vector_isa(cpu))))}), {cores} cores, "
         f"{mem_gib:.0f} GiB available, "
         f"{platform.system()} {platform.release()}, Python {platform.python_version()}, commit {commit}"
     )

@@ -212,10 +212,9 @@ def min_weight_counts(
 
     Only the offers the program needs enter it (:func:`needed_offers`); the others get 0, and the answer is the
     same as with every offer in it, ties included: a catalog-wide placement poses dozens of offers, most of
-    them never needed. Remembered by the offers it needs: the zones of a region pose the same programs (the
-    fewest-VM one does not depend on prices at all), and :func:`warm` poses each placement's programs before
-    its search does. Whole programs are remembered too (which offers they need included): a search poses
-    the same program for many anchors, and a plan run again poses them all again."""
+    them never needed. Remembered twice: whole programs (a search poses one for many anchors, :func:`warm`
+    before its search does, and a plan run again poses them all again), and the knapsack by the offers it needs
+    (the zones of a region pose the same ones; the fewest-VM program does not depend on prices at all)."""
     found = _program_counts(tuple(sizes), tuple(quotas), tuple(float(w) for w in weights), total)
     return None if found is None else list(found)
 

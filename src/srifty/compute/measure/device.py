@@ -75,13 +75,11 @@ def cpu_vector_isa(fields: dict[str, str] | None = None) -> str | None:
     return None
 
 
-def cpu_model_name() -> str:
-    """The CPU model as ``/proc/cpuinfo`` names it, or the platform's processor string."""
-    if CPUINFO.is_file():
-        for line in CPUINFO.read_text(errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+def cpu_model_name(fields: dict[str, str] | None = None) -> str:
+    """The CPU model as ``/proc/cpuinfo`` names it (``fields``: :func:`cpu_fields`, read here when not given),
+    or the platform's processor string."""
+    name = (cpu_fields() if fields is None else fields).get("model name")
+    return name or platform.processor() or platform.machine()
 
 
 def available_memory_bytes() -> int:

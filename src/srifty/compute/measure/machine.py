@@ -82,7 +82,7 @@ def current_machine(include_torch: bool = True) -> MachineRecord:
     return MachineRecord(
         hostname=socket.gethostname(),
         machine_id=machine_id,
-        cpu_model=cpu_model_name(),
+        cpu_model=cpu_model_name(info),
         cpu_signature=signature,
         cpu_mhz=round(float(mhz), 1) if mhz else None,
         logical_cpus=cpus,
