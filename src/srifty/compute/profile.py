@@ -469,7 +469,7 @@ class Profile:
                 timing_method=measurement["timing_method"],
                 created_at=measurement["created_at"],
                 srifty_version=measurement["srifty_version"],
-                estimated_from=data.get("estimated_from"),
+                estimated_from=_estimated_from(data.get("estimated_from")),
                 spread_scale=float(data.get("spread_scale", 1.0)),
                 notes=data.get("notes", ""),
                 extra=data.get("extra", {}),
@@ -490,6 +490,20 @@ class Profile:
     def save(self, path: str | Path) -> Path:
         """Write atomically as a versioned JSON artefact."""
         return write_json_artifact(path, PROFILE_KIND, PROFILE_SCHEMA_VERSION, self.to_dict())
+
+
+def _estimated_from(value: object) -> str | None:
+    """The ``estimated_from`` field: what an estimate was made from (a device or method), ``None`` for a
+    measurement.
+
+    Raises:
+        ValueError: anything else (loading reports it as a malformed profile).
+    """
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(
+        f"estimated_from must be null (a measurement) or the text naming what it was estimated from, not {value!r}"
+    )
 
 
 def _migrate_v1(document: dict[str, Any]) -> dict[str, Any]:

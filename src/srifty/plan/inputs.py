@@ -93,15 +93,24 @@ def check_model_name(spec: JobSpec) -> None:
         raise SpecError(f"model.name: {err}") from None
 
 
-def _nothing_to_plan_with(spec: JobSpec, model: str, needed: dict[str, InstanceType], precisions: set[str]) -> str:
+def _nothing_to_plan_with(
+    spec: JobSpec, model: str, needed: dict[str, InstanceType], precisions: set[str], estimates: Sequence[str] = ()
+) -> str:
     """Why there is no profile of ``model`` to plan with, and the commands that measure one (when they can run:
-    an ``hf:`` model needs its configuration; a bf16 profile, a GPU with bf16)."""
+    an ``hf:`` model needs its configuration; a bf16 profile, a GPU with bf16). ``estimates``: the files the
+    spec lists, each an estimate (which srifty does not estimate from again), with what each estimated."""
     bundled = (
         f"none bundled in {spec.model.precision} (bundled: {', '.join(sorted(precisions))}; `model.precision` chooses)"
         if precisions
         else "none bundled"
     )
-    head = f"no profile of {model} to plan with: none listed in the spec (`model.profiles`), {bundled}."
+    listed = (
+        f"the spec lists only estimates ({'; '.join(estimates)}), and srifty estimates a GPU from a measured "
+        "profile, not from another estimate"
+        if estimates
+        else "none listed in the spec (`model.profiles`)"
+    )
+    head = f"no profile of {model} to plan with on {', '.join(sorted(needed))}: {listed}, {bundled}."
     if model.startswith("hf:") and model[3:] not in HF_MODELS and find_hf_config(model[3:]) is None:
         return f"{head} Measuring it needs its configuration: {missing_hf_config(model[3:])}"
     able = [
@@ -140,8 +149,10 @@ def resolve_profiles(
     noisy_listed: list[str] = []
     available: dict[str, Profile] = {}
     sources: dict[str, str] = {}
+    listed_files: dict[str, Profile] = {}
     for path in spec.model.profiles:
         profile = load_profile(path)
+        listed_files[str(path)] = profile
         _check_model(profile, spec, str(path))
         label = profile.device.label
         available[label] = profile
@@ -177,7 +188,12 @@ def resolve_profiles(
             continue
         if not measured:
             precisions = {p.precision for p in bundled_profiles_for(model_name)}
-            raise ProfileError(_nothing_to_plan_with(spec, model_name, first, precisions))
+            estimates = [
+                f"{path}: {p.device.label}, estimated from {p.estimated_from}"
+                for path, p in listed_files.items()
+                if p.is_estimate
+            ]
+            raise ProfileError(_nothing_to_plan_with(spec, model_name, first, precisions, estimates))
         try:
             estimate, reason = _estimate(measured, catalog, gpu)
         except (ProfileError, CatalogError) as err:  # name the files it could not estimate from
