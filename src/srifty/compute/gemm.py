@@ -31,11 +31,14 @@ with the public rows, H200 20.0% → 17.3%, public rows 18.6% → 19.1%. Tried a
 curves only in the fit, against 18.3%): tensor-core split-K that also balances waves when tiles outnumber
 SMs (the split count up to 16 that fills the last wave best, stream-K-like), down to 65,536 or 16,384 ``k``
 steps per block, 19.6% and 20.5%; the same at 65,536 with a backward bandwidth of its own for normalisation,
-21.0%; one fitted slowdown of every backward convolution, 18.3%. Fitted on all eight curves, split-K at 65,536
-brings vgg16's backward/forward ratio at batch 256 from 3.08 to 2.2 (measured 2.16), but inception_v3's and
-resnet18's fall to 1.97 and 1.93 (measured 2.38 and 2.16): the backward passes differ in ways the op counts
-do not carry. The figures are therefore optimistic by the choice. Without split-K a weight gradient on
-tensor cores has few tiles and leaves most SMs idle, so the fitted backward tile efficiencies are low
+21.0%; one fitted slowdown of every backward convolution, 18.3%; memory efficiencies of their own for backward
+normalisations and element-wise ops (``mu.norm``, ``mu.elementwise`` split by phase), 18.6%; an additive
+layout-transform cost of TF32 convolutions (their tensors' bytes once more, at a fitted bandwidth fraction,
+for cuDNN's NCHW↔NHWC copies), 18.6%, and with split-K at 65,536, 21.0%. Fitted on all eight curves,
+split-K at 65,536 brings vgg16's backward/forward ratio at batch 256 from 3.08 to 2.2 (measured 2.16), but
+inception_v3's and resnet18's fall to 1.97 and 1.93 (measured 2.38 and 2.16): the backward passes differ in
+ways the op counts do not carry. The figures are therefore optimistic by the choice. Without split-K a
+weight gradient on tensor cores has few tiles and leaves most SMs idle, so the fitted backward tile efficiencies are low
 (0.02-0.3 on the H200 curves), lower than a profiler would show: the fit leans on them for what else makes
 a backward pass slow, and this module does not claim to say which kernels cuDNN picks.
 
