@@ -149,12 +149,13 @@ def resolve_profiles(
     noisy_listed: list[str] = []
     available: dict[str, Profile] = {}
     sources: dict[str, str] = {}
-    listed_files: dict[str, Profile] = {}
+    listed_estimates: list[str] = []
     for path in spec.model.profiles:
         profile = load_profile(path)
-        listed_files[str(path)] = profile
         _check_model(profile, spec, str(path))
         label = profile.device.label
+        if profile.is_estimate:
+            listed_estimates.append(f"{path}: {label}, estimated from {profile.estimated_from}")
         available[label] = profile
         sources[label] = f"{'estimated' if profile.is_estimate else 'measured'}: {path}"
         noisy = profile.noisy_samples()
@@ -188,12 +189,7 @@ def resolve_profiles(
             continue
         if not measured:
             precisions = {p.precision for p in bundled_profiles_for(model_name)}
-            estimates = [
-                f"{path}: {p.device.label}, estimated from {p.estimated_from}"
-                for path, p in listed_files.items()
-                if p.is_estimate
-            ]
-            raise ProfileError(_nothing_to_plan_with(spec, model_name, first, precisions, estimates))
+            raise ProfileError(_nothing_to_plan_with(spec, model_name, first, precisions, listed_estimates))
         try:
             estimate, reason = _estimate(measured, catalog, gpu)
         except (ProfileError, CatalogError) as err:  # name the files it could not estimate from
