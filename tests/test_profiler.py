@@ -55,6 +55,16 @@ def test_the_profile_measures_interference_with_a_loopback_peer(tiny_profile) ->
     assert m.peer  # where the peer ran: outside a quota, or why not
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs where one is lent)")
+def test_on_a_gpu_the_profile_measures_a_host_staged_gloo_exchange() -> None:
+    options = ProfileOptions(device="cuda", max_batch_cap=8, **{**FAST, "interference": True, "interference_reps": 1})
+    p = profile_model("srifty.compute.zoo:tiny_cnn", options)
+    m = p.interference
+    assert p.device.kind == "cuda" and m is not None and len(m.repetitions) == 1
+    assert "pinned host memory" in m.method and "not NCCL" in m.method
+    assert all(r.ddp_end_ms >= r.ddp_bwd_ms > 0 for r in m.repetitions)
+
+
 def test_memory_limit_bounds_the_batch() -> None:
     roomy = profile_model("srifty.compute.zoo:tiny_cnn", ProfileOptions(max_batch_cap=64, max_probes=2, **FAST))
     budget = int(roomy.memory.peak_bytes(6))

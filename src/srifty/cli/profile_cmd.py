@@ -69,7 +69,10 @@ def profile(
         bool,
         typer.Option(
             "--interference/--no-interference",
-            help="CPU: measure how backward and the DDP buckets' allreduce slow each other (a loopback gloo peer).",
+            help=(
+                "Measure how backward and the DDP buckets' allreduce slow each other (a loopback gloo peer; "
+                "on a GPU gloo's host-staged exchange, not NCCL's)."
+            ),
         ),
     ] = True,
     interference_reps: Annotated[int, typer.Option(help="Repetitions of the interference measurement.")] = 3,

@@ -15,9 +15,15 @@ thread, gloo's included):
 5. backward with each bucket flattened and allreduced as soon as its gradients are ready, in bucket order
    (DDP's overlap), to the end of the last allreduce: the check the sharing model is held to.
 
-The interpretation is :mod:`srifty.compute.interference`'s. Needs torch; CPU only (on a GPU, NCCL needs a
-second GPU and its kernels a stream of their own: not measured yet, and the simulator then keeps the
-paper's perfect overlap and says so).
+The interpretation is :mod:`srifty.compute.interference`'s. Needs torch.
+
+**On a GPU** the buckets live on the GPU and the exchange is still gloo's: gloo allreduces CUDA tensors by
+copying them to pinned host memory on streams of its own, summing on the CPU with the peer, and copying
+back, so what it measures is how backward and a host-staged exchange (copy engines, PCIe, the host's CPU)
+slow each other. That is DDP's ``backend="gloo"`` on a GPU, and it is not NCCL's: NCCL refuses two ranks on
+one GPU, and its kernels (which take SMs from backward) need a second GPU to pair with, which the profiler
+does not assume. The method string in the profile says which was measured. Times on a GPU are host times
+around a synchronised stream (the profiler's), so each includes the device work it queued.
 """
 
 from __future__ import annotations
@@ -48,6 +54,11 @@ METHOD = (
     "gloo allreduce (float32) of the model's DDP buckets with a loopback peer process; backward and one "
     "round of the buckets timed alone and each while the other runs throughout; CPU time from "
     "time.process_time"
+)
+#: What a GPU measurement adds to :data:`METHOD`: the exchange is gloo's host-staged one, not NCCL's.
+GPU_METHOD_NOTE = (
+    "; on a GPU: the buckets are CUDA tensors that gloo stages through pinned host memory (not NCCL, which "
+    "needs a second GPU), times taken around the synchronised stream"
 )
 
 
@@ -121,16 +132,27 @@ class _Repetition:
         self.buckets = list(buckets)
         self.exchange = exchange
         self.passes = passes
-        self.buffers = [torch.zeros(math.ceil(b.size_bytes / FLOAT32_BYTES)) for b in buckets]
+        self.device = trainer.device
+        self.is_cuda = bool(trainer.is_cuda)
+        self.buffers = [torch.zeros(math.ceil(b.size_bytes / FLOAT32_BYTES), device=self.device) for b in buckets]
+
+    def _sync(self) -> None:
+        """Wait for the work queued on this thread's stream (a GPU's; nothing to wait for on a CPU). Gloo's
+        copies run on streams of their own: a finished exchange's ``wait`` has already ordered this stream
+        after them, and an unfinished one is not waited for."""
+        if self.is_cuda:
+            torch.cuda.current_stream(self.device).synchronize()
 
     def _loss(self) -> torch.Tensor:
         self.trainer.optimizer.zero_grad(set_to_none=True)
         return self.trainer.forward_loss(*self.trainer.batch(self.batch))
 
     def _timed(self, body: Callable[[], None]) -> tuple[float, float]:
-        """``(wall s, CPU s)`` of ``body``."""
+        """``(wall s, CPU s)`` of ``body``, with the device's queued work done before and after."""
+        self._sync()
         wall, cpu = time.perf_counter(), time.process_time()
         body()
+        self._sync()
         return time.perf_counter() - wall, time.process_time() - cpu
 
     def backward_alone(self) -> tuple[float, float]:
@@ -173,13 +195,17 @@ class _Repetition:
         walls: list[float] = []
         for _ in range(self.passes):
             loss = self._loss()
+            self._sync()
             start = time.perf_counter()
             works = self.exchange.launch(self.buffers)
             ended = _finished_at(works)
             loss.backward()
+            self._sync()  # a GPU's queue would otherwise run far ahead of the exchange
             while not ended:
                 self._loss().backward()
+                self._sync()
             _wait(works)
+            self._sync()
             walls.append(ended[0] - start)
         return statistics.median(walls)
 
@@ -192,11 +218,14 @@ class _Repetition:
             handles = [p.register_post_accumulate_grad_hook(launcher.hook(i)) for i, p in enumerate(params)]
             try:
                 loss = self._loss()
+                self._sync()
                 start = time.perf_counter()
                 loss.backward()
+                self._sync()
                 bwd_end = time.perf_counter()
                 launcher.flush()  # buckets whose gradients no pass produced
                 _wait(launcher.works)
+                self._sync()
                 end = time.perf_counter()
             finally:
                 for handle in handles:
@@ -238,14 +267,15 @@ class _BucketLauncher:
         while self.launched < len(self.buckets) and self.waiting[self.launched] <= 0:
             grads = [self.params[i].grad for i in self.buckets[self.launched].param_indices]
             flat = [g.detach().reshape(-1).float() for g in grads if g is not None]
-            self.works += self.exchange.launch([torch.cat(flat) if flat else torch.zeros(1)])
+            empty = torch.zeros(1, device=self.params[0].device)
+            self.works += self.exchange.launch([torch.cat(flat) if flat else empty])
             self.launched += 1
 
 
 def measure_interference(
     trainer: Any, batch: int, buckets: Sequence[Bucket], repetitions: int = 3, passes: int = 2
 ) -> InterferenceMeasurement:
-    """Measure how backward and the allreduce of ``buckets`` slow each other on ``trainer``'s CPU.
+    """Measure how backward and the allreduce of ``buckets`` slow each other on ``trainer``'s device.
 
     Args:
         trainer: the profiler's trainer (model, optimizer, ``batch``, ``forward_loss``).
@@ -255,10 +285,8 @@ def measure_interference(
         passes: timed passes of each kind per repetition (medians kept).
 
     Raises:
-        ProfileError: not a CPU, no buckets, or fewer than one repetition or pass.
+        ProfileError: no buckets, or fewer than one repetition or pass.
     """
-    if trainer.is_cuda:
-        raise ProfileError("interference is measured on a CPU only (gloo with a loopback peer)")
     if not buckets or repetitions < 1 or passes < 1:
         raise ProfileError("interference needs DDP buckets, at least one repetition and one pass")
     quota = cpu_quota_cores()
@@ -291,7 +319,7 @@ def measure_interference(
         peer = exchange.peer_where
     sizes = tuple(int(b.size_bytes) for b in buckets)
     return InterferenceMeasurement(
-        method=METHOD,
+        method=METHOD + (GPU_METHOD_NOTE if trainer.is_cuda else ""),
         batch=batch,
         bucket_bytes=sizes,
         bus_bytes_per_round=float(sum(math.ceil(s / FLOAT32_BYTES) * FLOAT32_BYTES for s in sizes)),

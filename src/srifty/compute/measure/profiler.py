@@ -69,7 +69,8 @@ class ProfileOptions:
             sample's shape (without the batch).
         input_vocab: with ``input_shape``: inputs are token ids below this, not floats.
         interference: measure how backward and the allreduce of the model's DDP buckets slow each other
-            (CPU: gloo with a loopback peer process; see :mod:`srifty.compute.measure.interference`).
+            (gloo with a loopback peer process, host-staged on a GPU; see
+            :mod:`srifty.compute.measure.interference`).
         interference_reps: repetitions of that measurement (their spread is recorded).
         checkpointing: also measure memory and backward time with activation checkpointing of every block
             (the units FSDP shards, :func:`srifty.compute.sharding.sharding_units`), at two probed batches
@@ -364,11 +365,9 @@ def measure_interference_of(
     trainer: _Trainer, probed: list[int], buckets: list[Bucket], options: ProfileOptions, report: ProgressFn
 ) -> tuple[InterferenceMeasurement | None, str]:
     """The interference measurement at the smaller op-count batch (see :func:`work_batches`), or ``None``
-    and why not (turned off, a GPU, a single bucket-less model)."""
+    and why not (turned off, a bucket-less model, the exchange failed)."""
     if not options.interference:
         return None, "interference not measured (--no-interference)"
-    if trainer.is_cuda:
-        return None, "interference not measured: on a GPU it is not measured yet (the simulator keeps perfect overlap)"
     if not buckets:
         return None, "interference not measured: no gradients to exchange"
     report("interference", 0, 1)

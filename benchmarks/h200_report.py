@@ -1,0 +1,212 @@
+"""The BENCHMARKS.md section for the profiles ``srifty profile`` measured on an H200 (see
+:mod:`benchmarks.h200_profiles`, whose ``report`` part calls :func:`report`). Nothing is measured here.
+
+Three checks, each against something srifty did not fit on:
+
+1. **The profiler against the released curves.** ``shared/data/reference/h200`` (bundled as
+   ``h200_fp32_curves.csv``) timed resnet50, vgg16 and mobilenet_v2 on an H200 at 11 batches with a script of
+   its own. srifty's profiler measured 4 of them with the same PyTorch defaults; its measurements are set
+   beside those, and its 4-probe latency fit is scored at all 11 batches.
+2. **srifty's H200 estimate made before the GPU was measured** (the bundled calibration, from a CPU profile's
+   op counts: ``srifty profile estimate --gpu H200``) against the profile measured, at the probed batches.
+   The calibration was fitted on the released curves' models, so only the models outside them are held out;
+   the rest are shown for reference. The roofline estimate (``--method roofline``) stands beside as the
+   baseline. CPU profiles: the bundled ones where the package has one, else measured here
+   (``benchmarks/results/h200_profiles/cpu_sources/``, ``srifty profile --max-batch 8 --no-interference``).
+3. **Interference on the GPU** with gloo's host-staged exchange, with the same DDP-overlap check as the
+   CPU section's (:func:`benchmarks.interference.ddp_check`).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import numpy as np
+
+from benchmarks.common import ROOT, machine_description, write_section
+from benchmarks.interference import ddp_check
+from srifty.compute import Profile, calibrated_profile, estimate_profile, load_profile
+from srifty.compute.gpu_measurements import bundled_curves
+
+SECTION = "Profiles measured on a GPU (H200)"
+FOLDER = ROOT / "benchmarks" / "results" / "h200_profiles"
+CPU_SOURCES = FOLDER / "cpu_sources"
+BUNDLED_CPU = ROOT / "src" / "srifty" / "compute" / "data" / "profiles"
+#: srifty's model name -> the released curve's.
+RELEASED = {"resnet50": "resnet50", "vgg16": "vgg16", "mobilenet_v2": "mobilenet_v2", "resnet18": "resnet18"}
+#: Models the bundled GPU calibration was fitted on (the released H200 curves' and the public rows' models).
+CALIBRATED_ON = {
+    "resnet18", "resnet50", "vgg16", "alexnet", "inception_v3", "shufflenet_v2_x1_0", "mobilenet_v2", "hf:bert-base",
+}  # fmt: skip
+PHASES = ("fw", "bw", "iter")
+#: From this batch on, the released curves are throughput-bound (below it, launch-bound: the host sets the pace).
+THROUGHPUT_BATCH = 32
+
+
+def measured_profiles() -> list[Profile]:
+    """The H200 profiles of :data:`benchmarks.h200_profiles.MODELS` (the small first runs left out)."""
+    return [load_profile(p) for p in sorted(FOLDER.glob("*__h200.json"))]
+
+
+def cpu_source(model: str) -> tuple[Profile, str]:
+    """The CPU profile an H200 estimate of ``model`` starts from, and where it came from."""
+    stem = model.replace(":", "-").replace("/", "-") + "__cpu.json"
+    for folder, label in ((BUNDLED_CPU, "bundled"), (CPU_SOURCES, "measured here")):
+        if (folder / stem).exists():
+            return load_profile(folder / stem), label
+    raise FileNotFoundError(f"no CPU profile of {model} in {BUNDLED_CPU} or {CPU_SOURCES}")
+
+
+def _mape(predicted: np.ndarray, measured: np.ndarray) -> float:
+    return float(np.mean(np.abs(predicted / measured - 1.0)) * 100)
+
+
+def released_rows(profiles: list[Profile]) -> list[list[str]]:
+    """Check 1: srifty's measurement and 4-probe fit against the released curve of the same model."""
+    curves = bundled_curves()
+    out = []
+    for p in profiles:
+        if p.model not in RELEASED:
+            continue
+        points = sorted((c for c in curves if c.model == RELEASED[p.model]), key=lambda c: c.batch)
+        by_batch = {c.batch: c for c in points}
+        probes = []
+        for s in p.samples:
+            ref = by_batch.get(s.batch)
+            if ref is not None:
+                probes.append(f"{s.batch}: {s.mean_ms('iter'):.1f} / {ref.ms['iter']:.1f}")
+        batches = np.array([c.batch for c in points], dtype=float)
+        fits = [_mape(p.predict_ms(ph, batches), np.array([c.ms[ph] for c in points])) for ph in PHASES]
+        large = [c for c in points if c.batch >= THROUGHPUT_BATCH]
+        fit_large = _mape(
+            p.predict_ms("iter", np.array([c.batch for c in large], dtype=float)),
+            np.array([c.ms["iter"] for c in large]),
+        )
+        small = [s for s in p.samples if s.batch < THROUGHPUT_BATCH and s.batch in by_batch]
+        floor = statistics.median(s.mean_ms("iter") / by_batch[s.batch].ms["iter"] for s in small) if small else None
+        out.append([
+            p.model, "; ".join(probes), " / ".join(f"{f:.1f}%" for f in fits), f"{fit_large:.1f}%",
+            "" if floor is None else f"{floor:.2f}",
+        ])  # fmt: skip
+    return out
+
+
+def estimate_rows(profiles: list[Profile]) -> tuple[list[list[str]], dict[str, list[float]]]:
+    """Check 2: the calibrated and roofline H200 estimates from a CPU profile against the measured profile.
+
+    Returns the rows and, for the held-out models, each method's iteration errors (%, every probed batch)."""
+    out = []
+    held: dict[str, list[float]] = {"calibrated": [], "roofline": [], "calibrated_1024": [], "roofline_1024": []}
+    for p in profiles:
+        source, where = cpu_source(p.model)
+        batches = np.array([s.batch for s in p.samples], dtype=float)
+        measured = np.array([s.mean_ms("iter") for s in p.samples])
+        calibrated = calibrated_profile(source, "H200")
+        roofline = estimate_profile(source, "H200")
+        errors = {}
+        for name, est in (("calibrated", calibrated), ("roofline", roofline)):
+            errors[name] = (est.predict_ms("iter", batches) / measured - 1.0) * 100
+        held_out = p.model not in CALIBRATED_ON
+        if held_out:
+            for name in ("calibrated", "roofline"):
+                held[name] += [abs(e) for e in errors[name]]
+                held[f"{name}_1024"].append(abs(errors[name][-1]))
+        signed = ", ".join(f"{int(b)}: {e:+.0f}%" for b, e in zip(batches, errors["calibrated"], strict=True))
+        out.append([
+            p.model, "held out" if held_out else "fitted on", where,
+            ", ".join(f"{m:.1f}" for m in measured), signed,
+            f"{np.mean(np.abs(errors['calibrated'])):.1f}%", f"{np.mean(np.abs(errors['roofline'])):.1f}%",
+        ])  # fmt: skip
+    return out, held
+
+
+def interference_rows(profiles: list[Profile]) -> list[list[str]]:
+    """Check 3: the factors measured on the GPU and the DDP-overlap check."""
+    out = []
+    med = statistics.median
+    for p in profiles:
+        m = p.interference
+        if m is None:
+            out.append([p.model, "not measured", *[""] * 6])
+            continue
+        predicted = [ddp_check(p, r) for r in m.repetitions]
+        ddp = med(r.ddp_end_ms for r in m.repetitions)
+        with_factors, perfect = med(x[0] for x in predicted), med(x[1] for x in predicted)
+        b, c = m.bwd_slowdown, m.comm_slowdown
+        out.append([
+            p.model, f"{m.batch}", f"{b.median:.2f} [{b.low:.2f}–{b.high:.2f}]",
+            f"{c.median:.2f} [{c.low:.2f}–{c.high:.2f}]", f"{med(r.bwd_alone_ms for r in m.repetitions):.1f}",
+            f"{med(r.comm_alone_ms for r in m.repetitions):.1f}", f"{ddp:.1f}",
+            f"{with_factors:.1f} ({with_factors / ddp - 1:+.0%}) / {perfect:.1f} ({perfect / ddp - 1:+.0%})",
+        ])  # fmt: skip
+    return out
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def render() -> str:
+    """The section."""
+    profiles = measured_profiles()
+    runs = json.loads((FOLDER / "runs.json").read_text())
+    gpu = profiles[0].device
+    est_rows, held = estimate_rows(profiles)
+    n_held = sum(1 for r in est_rows if r[1] == "held out")
+    summary = (
+        f"Held out ({n_held} models, {len(held['calibrated'])} probed batches): calibrated estimate "
+        f"**{statistics.fmean(held['calibrated']):.1f}% MAPE** of the iteration (at batch 1024 alone "
+        f"{statistics.fmean(held['calibrated_1024']):.1f}%), roofline {statistics.fmean(held['roofline']):.1f}% "
+        f"(at 1024 {statistics.fmean(held['roofline_1024']):.1f}%)."
+    )
+    return "\n".join([
+        f"The first profiles `srifty profile --device cuda` measured: one {gpu.name} ({gpu.label}, lent for 15 "
+        "minutes), torch 2.11.0+cu130, PyTorch's defaults (cuDNN convolutions in TF32, matmuls in full FP32, "
+        f"SGD), `--max-batch {runs['max_batch']}` (where the released curves stopped too), every other option "
+        "the profiler's default. Profiles, logs and `nvidia-smi`: `benchmarks/results/h200_profiles/`.",
+        "",
+        "**The profiler against the released H200 curves** (the same GPU kind, another script and session; "
+        "check 1 of `benchmarks/h200_report.py`): iteration mean at the batches srifty probed, srifty / "
+        "released (ms); srifty's 4-probe latency fit scored at every released batch (MAPE fw / bw / iter) and at "
+        f"those from {THROUGHPUT_BATCH} on (iteration), where the GPU sets the pace; and below {THROUGHPUT_BATCH}, "
+        "where the host's kernel launches do, srifty's iteration over the released one at its probed batches "
+        "(median): the two hosts' launch-bound floors.",
+        "",
+        *_table(["model", "probed batch: srifty / released (ms)", "4-probe fit, all 11 released batches",
+                 f"4-probe fit, batches ≥ {THROUGHPUT_BATCH}", f"floor ratio, batches < {THROUGHPUT_BATCH}"],
+                released_rows(profiles)),
+        "",
+        "**srifty's H200 estimate before the GPU was measured, against the profile measured** (check 2): the "
+        "bundled calibration's estimate from the model's CPU profile (`srifty profile estimate CPU_PROFILE --gpu "
+        "H200`), signed error of the iteration at each probed batch, and its MAPE beside the roofline "
+        "baseline's (`--method roofline`: the CPU's op times scaled by roofline ratios, its host overhead "
+        "kept). *Fitted on*: the calibration was fitted on the released curves of this model (not held out).",
+        "",
+        *_table(["model", "calibration", "CPU profile", "measured iteration (ms) at the probed batches",
+                 "calibrated estimate: error by batch", "calibrated MAPE", "roofline MAPE"], est_rows),
+        "",
+        summary,
+        "",
+        "**Interference on the GPU** (check 3): the exchange is gloo's, which stages CUDA tensors through "
+        "pinned host memory on streams of its own (DDP's `backend=\"gloo\"` on a GPU), with a loopback peer; "
+        "not NCCL's, whose kernels take SMs from backward (NCCL refuses two ranks on one GPU). Columns as in "
+        "\"Compute/communication interference (measured)\"; the last: the DDP overlap predicted with the "
+        "measured factors / with perfect overlap.",
+        "",
+        *_table(["model", "batch", "backward slowed by communication", "communication slowed by compute",
+                 "backward alone (ms)", "allreduce alone, loopback (ms)", "DDP overlap measured (ms)",
+                 "predicted: measured factors / perfect overlap"], interference_rows(profiles)),
+        "",
+        "Commands: on the GPU machine `python -m benchmarks.h200_profiles measure --out DIR` (two calls, "
+        f"{sum(r.get('wall_s', 0) for r in runs['runs']):.0f} s and more, the second over the models the first "
+        "had no time for); here `python -m benchmarks.h200_profiles report` (reads the profiles; nothing "
+        f"measured). Report machine: {machine_description()}.",
+    ])  # fmt: skip
+
+
+def report() -> None:
+    """Write the section and print it."""
+    body = render()
+    write_section(SECTION, body)
+    print(body)
