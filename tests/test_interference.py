@@ -65,6 +65,15 @@ def test_the_record_round_trips_and_refuses_bad_values() -> None:
         measurement(dataclasses.replace(CAPPED, comm_alone_ms=0.0))
 
 
+def test_a_gpu_measurement_says_its_exchange_was_gloos_host_staged_one() -> None:
+    from srifty.compute.measure.interference import GPU_METHOD_NOTE, METHOD
+
+    cpu = measurement(CAPPED, CAPPED)
+    gpu = dataclasses.replace(cpu, method=METHOD + GPU_METHOD_NOTE)
+    assert not cpu.host_staged and "NCCL" not in cpu.summary()
+    assert gpu.host_staged and "staged through host memory, not NCCL's" in gpu.summary()
+
+
 NO_CONTENTION = OverlapFactors(1.0, 1.0)
 
 

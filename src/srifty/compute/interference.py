@@ -37,6 +37,8 @@ from typing import Any
 
 from srifty.errors import ProfileError
 
+#: The words a GPU measurement's method carries (see :mod:`srifty.compute.measure.interference`).
+HOST_STAGED_MARK = "pinned host memory"
 #: Slowdowns below this are measurement noise: taken as no slowdown.
 MIN_SLOWDOWN = 1.0
 
@@ -167,11 +169,17 @@ class InterferenceMeasurement:
         """One line: the two slowdowns with their spread, and where the peer ran."""
         b, c = self.bwd_slowdown, self.comm_slowdown
         quota = "no CPU quota" if self.cpu_quota_cores is None else f"CPU quota {self.cpu_quota_cores:g} cores"
+        staged = "; gloo's exchange staged through host memory, not NCCL's" if self.host_staged else ""
         return (
             f"backward x{b.median:.2f} [{b.low:.2f}-{b.high:.2f}] under communication, communication "
             f"x{c.median:.2f} [{c.low:.2f}-{c.high:.2f}] under compute ({len(self.repetitions)} repetitions, "
-            f"batch {self.batch}, {quota})"
+            f"batch {self.batch}, {quota}{staged})"
         )
+
+    @property
+    def host_staged(self) -> bool:
+        """Whether a GPU's buckets went through gloo's host-staged exchange (not NCCL's kernels), per the method."""
+        return HOST_STAGED_MARK in self.method
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""

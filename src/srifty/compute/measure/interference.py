@@ -41,7 +41,7 @@ import torch
 import torch.distributed as dist
 
 from srifty.compute.buckets import Bucket
-from srifty.compute.interference import InterferenceMeasurement, InterferenceRepetition
+from srifty.compute.interference import HOST_STAGED_MARK, InterferenceMeasurement, InterferenceRepetition
 from srifty.compute.measure.cpu_quota import cpu_quota_cores
 from srifty.compute.measure.interference_peer import gloo_group
 from srifty.errors import ProfileError
@@ -57,7 +57,7 @@ METHOD = (
 )
 #: What a GPU measurement adds to :data:`METHOD`: the exchange is gloo's host-staged one, not NCCL's.
 GPU_METHOD_NOTE = (
-    "; on a GPU: the buckets are CUDA tensors that gloo stages through pinned host memory (not NCCL, which "
+    f"; on a GPU: the buckets are CUDA tensors that gloo stages through {HOST_STAGED_MARK} (not NCCL, which "
     "needs a second GPU), times taken around the synchronised stream"
 )
 
