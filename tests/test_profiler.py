@@ -108,6 +108,11 @@ def test_bad_requests_are_clear() -> None:
             profile_model("resnet18", ProfileOptions(device="cuda", **FAST))
     with pytest.raises(ProfileError, match="cannot import"):
         profile_model("no_such_pkg.mod:f", ProfileOptions(**FAST))
+    # At 32 pixels resnet18's last feature map is 1x1: batch normalisation cannot train on one sample.
+    with pytest.raises(
+        ProfileError, match=r"could not train on a batch of 1 \(3x32x32 image\): ValueError.*--image-size"
+    ):
+        profile_model("resnet18", ProfileOptions(image_size=32, **FAST))
 
 
 def test_cli_profile_and_show(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

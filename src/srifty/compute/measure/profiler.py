@@ -283,6 +283,31 @@ def live_bytes(tensors: list[torch.Tensor]) -> float:
     return float(sum(seen.values()))
 
 
+def first_iteration(trainer: _Trainer, workload: Workload, options: ProfileOptions) -> None:
+    """One training iteration at a batch of 1; a model that cannot train on its inputs is the user's to fix,
+    so its own exception becomes a :class:`ProfileError` that names the model, its input and what to change.
+
+    Raises:
+        ProfileError: the model raised, or ran out of memory on one sample.
+    """
+    try:
+        trainer.iteration(1)
+    except Exception as err:
+        if _is_oom(err):
+            raise ProfileError(
+                f"not even a batch of 1 of {workload.name} fits in memory on {options.device}; use a larger "
+                "device or a smaller model"
+            ) from None
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ProfileError(
+            f"{workload.name} could not train on a batch of 1 ({workload.input_description}): "
+            f"{type(err).__name__}: {first}. Check the input options (--image-size, --seq-len, --input-shape, "
+            "--input-vocab) and --precision against what the model expects; srifty profiles from a batch of 1 "
+            "up, so the model must train on one sample (batch normalisation needs more than one value per "
+            "channel: at a small --image-size a CNN's last feature map can shrink to 1x1)"
+        ) from None
+
+
 def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err).lower()
 
@@ -463,7 +488,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         forward_points[batch] = forward
         return is_cuda or peak <= memory_limit
 
-    trainer.iteration(1)  # creates optimizer state, so every measurement below sees it
+    first_iteration(trainer, workload, options)  # creates optimizer state, so every measurement below sees it
     max_batch = find_max_batch(fits, cap)
     report("max batch", search_steps[0], search_steps[0])
     trainer.release()
