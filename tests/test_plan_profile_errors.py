@@ -61,3 +61,29 @@ def test_the_measured_profile_itself_still_plans(tmp_path: Path, cli) -> None:  
     code, _, err = cli("plan", str(job), "--json", str(tmp_path / "plan.json"))
     assert code == 0, err
     assert (tmp_path / "plan.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("precision",), 16, "precision"),
+        (("optimizer",), None, "optimizer"),
+        (("notes",), ["x"], "notes"),
+        (("model", "name"), 3, "model.name"),
+        (("measurement", "timing_method"), {"a": 1}, "measurement.timing_method"),
+        (("memory", "max_batch_limited_by"), 0, "memory.max_batch_limited_by"),
+        (("extra",), [1, 2], "extra"),
+    ],
+)
+def test_a_text_field_that_is_not_text_is_a_malformed_profile_naming_it(
+    tmp_path: Path, path: tuple[str, ...], value: object, field: str
+) -> None:
+    document = json.loads(TINY.read_text())
+    holder = document
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = value
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps(document))
+    with pytest.raises(ProfileError, match=rf"malformed profile: .*{field} must be"):
+        load_profile(profile)

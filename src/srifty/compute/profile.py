@@ -430,13 +430,13 @@ class Profile:
                 data["timeline"],
             )
             return cls(
-                model=model["name"],
-                model_kind=model["kind"],
-                input_description=model["input"],
+                model=_text(model["name"], "model.name"),
+                model_kind=_text(model["kind"], "model.kind"),
+                input_description=_text(model["input"], "model.input"),
                 n_params=int(model["n_params"]),
                 param_bytes=int(model["param_bytes"]),
-                precision=data["precision"],
-                optimizer=data["optimizer"],
+                precision=_text(data["precision"], "precision"),
+                optimizer=_text(data["optimizer"], "optimizer"),
                 device=DeviceInfo(**data["device"]),
                 samples=tuple(
                     PhaseSamples(
@@ -453,7 +453,7 @@ class Profile:
                 memory=MemoryModel.from_dict(memory["model"]),
                 memory_points=tuple((int(b), float(p)) for b, p in memory["points"]),
                 max_batch=int(memory["max_batch"]),
-                max_batch_limited_by=memory["max_batch_limited_by"],
+                max_batch_limited_by=_text(memory["max_batch_limited_by"], "memory.max_batch_limited_by"),
                 params=tuple(
                     ParamInfo(
                         str(p["name"]), int(p["numel"]), int(p["size_bytes"]), str(p["dtype"]), float(p["ready_frac"])
@@ -466,13 +466,13 @@ class Profile:
                 buckets=tuple(Bucket.from_dict(b) for b in timeline["buckets"]),
                 warmup_iters=int(measurement["warmup_iters"]),
                 timed_iters=int(measurement["timed_iters"]),
-                timing_method=measurement["timing_method"],
-                created_at=measurement["created_at"],
-                srifty_version=measurement["srifty_version"],
+                timing_method=_text(measurement["timing_method"], "measurement.timing_method"),
+                created_at=_text(measurement["created_at"], "measurement.created_at"),
+                srifty_version=_text(measurement["srifty_version"], "measurement.srifty_version"),
                 estimated_from=_estimated_from(data.get("estimated_from")),
                 spread_scale=float(data.get("spread_scale", 1.0)),
-                notes=data.get("notes", ""),
-                extra=data.get("extra", {}),
+                notes=_text(data.get("notes", ""), "notes"),
+                extra=_mapping(data.get("extra", {}), "extra"),
                 work=None if data.get("work") is None else OpWork.from_dict(data["work"]),
                 estimate=None if data.get("estimate") is None else EstimateInfo(**data["estimate"]),
                 spread_points=tuple(SpreadPoint(**p) for p in data.get("spread_points", ())),
@@ -490,6 +490,28 @@ class Profile:
     def save(self, path: str | Path) -> Path:
         """Write atomically as a versioned JSON artefact."""
         return write_json_artifact(path, PROFILE_KIND, PROFILE_SCHEMA_VERSION, self.to_dict())
+
+
+def _text(value: object, field: str) -> str:
+    """A text field of a profile document.
+
+    Raises:
+        ValueError: not text (loading reports it as a malformed profile, naming the field).
+    """
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{field} must be text, not {value!r}")
+
+
+def _mapping(value: object, field: str) -> dict[str, Any]:
+    """A mapping field of a profile document (``extra``), copied.
+
+    Raises:
+        ValueError: not a mapping with text keys.
+    """
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return dict(value)
+    raise ValueError(f"{field} must be a mapping with text keys, not {value!r}")
 
 
 def _estimated_from(value: object) -> str | None:
