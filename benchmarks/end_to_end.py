@@ -389,10 +389,14 @@ def main() -> None:
     parser.add_argument("--remeasure", action="store_true", help="measure every profile again")
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md and results")
     parser.add_argument("--repredict", action="store_true", help="predict the last run's measurements again")
+    parser.add_argument("--render", action="store_true", help="write the section from the raw file; run nothing")
     args = parser.parse_args()
     started = time.time()
     cases = [c for c in CASES_AND_SMOKE if c.name in args.only] if args.only else CASES
     saved: dict[str, Any] = json.loads(RAW.read_text(encoding="utf-8")) if RAW.exists() else {}
+    if args.render:
+        write_section(SECTION, render(saved, 0.0, repredicted=False))
+        return
     if args.repredict:
         saved["predictions"] = repredict_cases(saved, args)
     else:
@@ -496,9 +500,50 @@ def render(saved: dict[str, Any], elapsed_s: float, repredicted: bool) -> str:
         f"{how}Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.end_to_end` (as root; "
         f"{meas['elapsed_s'] / 60:.0f} min). Machine: {meas['machine']}.",
         "Profiles: `benchmarks/results/end_to_end_profiles/`; raw: `benchmarks/results/end_to_end.json`.",
+        *_earlier_lines(saved),
         *_quota100_line(),
         *_before_line(),
     ])  # fmt: skip
+
+
+def _mape_parts(predictions: dict[str, Any], measurements: dict[str, Any]) -> str:
+    """``name a% (largest b%)`` for srifty with and without the measured interference and APM, one run."""
+    truth: dict[str, list[float]] = {}
+    for row in measurements["rows"]:
+        truth.setdefault(row["case"], []).append(row["measured_s"])
+    parts = []
+    names = (("srifty_perfect_s", "srifty, perfect overlap"), ("srifty_s", "srifty, measured interference"),
+             ("apm_s", "APM"))  # fmt: skip
+    for key, name in names:
+        errors = [abs(_pct(r[key], statistics.fmean(truth[r["case"]]))) for r in predictions["rows"]
+                  if r["case"] in truth and key in r]  # fmt: skip
+        if errors:
+            parts.append(f"{name} {statistics.fmean(errors):.1f}% (largest {max(errors):.1f}%)")
+    return ", ".join(parts)
+
+
+def _commit(machine: str) -> str:
+    return machine.rsplit("commit ", 1)[-1] if "commit " in machine else "unknown"
+
+
+def _earlier_lines(saved: dict[str, Any]) -> list[str]:
+    """One line per earlier run the raw file keeps (each re-run moves the one before into ``earlier``), newest
+    first; the run with 100 ms quota periods has a line of its own below."""
+    quota100 = _commit(json.loads(QUOTA100_RAW.read_text())["measurements"]["machine"]) if QUOTA100_RAW.exists() else ""
+    lines = []
+    for run in reversed(saved.get("earlier", [])):
+        machine = run["measurements"]["machine"]
+        if _commit(machine) == quota100:
+            continue
+        lines += [
+            "",
+            f"An earlier run (same command, predictions written at {run['predictions']['written_utc']} before its "
+            f"runs; machine: {machine}; kept under `earlier` in the raw file): MAPE "
+            + _mape_parts(run["predictions"], run["measurements"])
+            + ". Runs on different machines differ by their profiles and interference factors too: each run "
+            "measures them again on its own machine.",
+        ]
+    return lines
 
 
 def _quota100_line() -> list[str]:
@@ -506,21 +551,11 @@ def _quota100_line() -> list[str]:
     if not QUOTA100_RAW.exists():
         return []
     saved = json.loads(QUOTA100_RAW.read_text(encoding="utf-8"))
-    truth: dict[str, list[float]] = {}
-    for row in saved["measurements"]["rows"]:
-        truth.setdefault(row["case"], []).append(row["measured_s"])
-    parts = []
-    names = (("srifty_perfect_s", "srifty, perfect overlap"), ("srifty_s", "srifty, measured interference"),
-             ("apm_s", "APM"))  # fmt: skip
-    for key, name in names:
-        errors = [abs(_pct(r[key], statistics.fmean(truth[r["case"]]))) for r in saved["predictions"]["rows"]
-                  if r["case"] in truth]  # fmt: skip
-        parts.append(f"{name} {statistics.fmean(errors):.1f}% (largest {max(errors):.1f}%)")
     return [
         "",
         "Before the testbed's CPU quotas moved to 10 ms periods (3 repetitions at commit 0733aa7 with 100 ms "
         "periods, under which a rank computed at a full core after waiting on the network; raw and profiles: "
-        "`benchmarks/results/quota100ms/`): MAPE " + ", ".join(parts) + ".",
+        "`benchmarks/results/quota100ms/`): MAPE " + _mape_parts(saved["predictions"], saved["measurements"]) + ".",
     ]
 
 
