@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from benchmarks.common import ROOT, machine_description, write_section
 from benchmarks.interference import ddp_check
 from srifty.compute import Profile, calibrated_profile, estimate_profile, load_profile
+from srifty.compute.estimate import resolve_gpu
+from srifty.compute.gpu_fit import default_gpu_calibration
 from srifty.compute.gpu_measurements import bundled_curves
+from srifty.compute.gpu_model import phase_times_s, work_features
+from srifty.compute.opclass import classify
 
 SECTION = "Profiles measured on a GPU (H200)"
 FOLDER = ROOT / "benchmarks" / "results" / "h200_profiles"
@@ -40,6 +46,8 @@ CALIBRATED_ON = {
     "resnet18", "resnet50", "vgg16", "alexnet", "inception_v3", "shufflenet_v2_x1_0", "mobilenet_v2", "hf:bert-base",
 }  # fmt: skip
 PHASES = ("fw", "bw", "iter")
+#: Op classes whose measured time (summed over the models, or in one model) is below this are left out of check 4.
+CLASS_SHOWN_MS = 10.0
 #: From this batch on, the released curves are throughput-bound (below it, launch-bound: the host sets the pace).
 THROUGHPUT_BATCH = 32
 
@@ -143,6 +151,47 @@ def interference_rows(profiles: list[Profile]) -> list[list[str]]:
     return out
 
 
+def class_times_ms(p: Profile) -> dict[tuple[str, str], tuple[float, float]]:
+    """Check 4: per (phase, op class), the kernel time the profile's instrumented iteration measured at its
+    larger op-count batch and what the bundled calibration's GPU model prices the same ops at (ms)."""
+    if p.work is None:
+        return {}
+    work = p.work
+    spec = resolve_gpu("H200")
+    params = default_gpu_calibration().params
+    by_class: dict[tuple[str, str], list[Any]] = {}
+    for record, op_class in zip(work.records, classify(work), strict=True):
+        if op_class != "host" and record.time_s is not None:
+            by_class.setdefault((record.phase, op_class), []).append(record)
+    out = {}
+    for key, records in by_class.items():
+        features = work_features(replace(work, records=tuple(records)), [work.batches[1]], spec, p.numeric_settings)
+        _, kernel = phase_times_s(features, params)
+        predicted = sum(float(k[0]) for k in kernel.values())
+        out[key] = (sum(r.time_s[1] for r in records) * 1e3, predicted * 1e3)
+    return out
+
+
+def class_rows(profiles: list[Profile]) -> list[list[str]]:
+    """Check 4's table: per (phase, class), summed over the models, with each model's ratio."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    ratios: dict[tuple[str, str], list[str]] = {}
+    for p in profiles:
+        for key, (measured, predicted) in class_times_ms(p).items():
+            sums = totals.setdefault(key, [0.0, 0.0])
+            sums[0] += measured
+            sums[1] += predicted
+            if measured >= CLASS_SHOWN_MS:
+                ratios.setdefault(key, []).append(f"{p.model} {predicted / measured:.2f}")
+    rows = []
+    for key, (measured, predicted) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+        if measured < CLASS_SHOWN_MS:
+            continue
+        rows.append([key[0], key[1], f"{measured:.0f}", f"{predicted:.0f}", f"{predicted / measured:.2f}",
+                     "; ".join(ratios.get(key, []))])  # fmt: skip
+    return rows
+
+
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
 
@@ -151,6 +200,8 @@ def render() -> str:
     """The section."""
     profiles = measured_profiles()
     runs = json.loads((FOLDER / "runs.json").read_text())
+    calls = [runs, *(json.loads(p.read_text()) for p in sorted(FOLDER.glob("runs_*.json")))]
+    call_seconds = " and ".join(f"{c['total_s']:.0f}" for c in calls)
     gpu = profiles[0].device
     est_rows, held = estimate_rows(profiles)
     n_held = sum(1 for r in est_rows if r[1] == "held out")
@@ -198,10 +249,20 @@ def render() -> str:
                  "backward alone (ms)", "allreduce alone, loopback (ms)", "DDP overlap measured (ms)",
                  "predicted: measured factors / perfect overlap"], interference_rows(profiles)),
         "",
-        "Commands: on the GPU machine `python -m benchmarks.h200_profiles measure --out DIR` (two calls, "
-        f"{sum(r.get('wall_s', 0) for r in runs['runs']):.0f} s and more, the second over the models the first "
-        "had no time for); here `python -m benchmarks.h200_profiles report` (reads the profiles; nothing "
-        f"measured). Report machine: {machine_description()}.",
+        "**Where the GPU model errs, by op class** (check 4): each profile also timed every ATen op of one "
+        "instrumented iteration at its larger op-count batch (1024) with CUDA events; those kernel times, summed "
+        "by phase and op class over the models, against what the bundled calibration's GPU model prices the "
+        "same ops at (kernel time only; predicted / measured per model where the class takes at least "
+        f"{CLASS_SHOWN_MS:.0f} ms). The calibration is fitted to whole-phase times only, so it may trade one "
+        "class against another and still get the totals right.",
+        "",
+        *_table(["phase", "op class", "measured (ms)", "model (ms)", "model / measured", "by model"],
+                class_rows(profiles)),
+        "",
+        "Commands: on the GPU machine `python -m benchmarks.h200_profiles measure --out DIR`, two calls ("
+        f"{call_seconds} s; the second over the models the first had no time for, `MODELS[6:]`); here `python -m "
+        "benchmarks.h200_profiles report` (reads the profiles; nothing measured). Report machine: "
+        f"{machine_description()}.",
     ])  # fmt: skip
 
 

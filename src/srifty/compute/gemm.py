@@ -42,6 +42,19 @@ weight gradient on tensor cores has few tiles and leaves most SMs idle, so the f
 (0.02-0.3 on the H200 curves), lower than a profiler would show: the fit leans on them for what else makes
 a backward pass slow, and this module does not claim to say which kernels cuDNN picks.
 
+srifty's own H200 profiles (BENCHMARKS.md, "Profiles measured on a GPU (H200)", check 4) timed every op at batch
+1024 and show the trade: the bundled fit prices convolutions too slow (forward 1.0-1.9x, backward 1.5-1.8x on
+the plain CNNs and 4.7-5.9x on efficientnet_b0's and mobilenet_v2's), normalisation 3-6x too fast (``mu.norm``
+0.82, where the ops run at about a quarter of the bandwidth their distinct bytes imply), and a 7x7 depthwise
+backward (convnext_tiny) 14x too fast. Fitting those per-class kernel times as extra targets (``python -m
+benchmarks.gpu_op_targets``: H200 data only, leave one model out over the released curves' 8 models and the 7
+profiled models the fit never saw, against 18.3% / 12.8%): every class 20.6% / 20.3%; normalisation only 16.7% /
+14.7% (vgg16 32.6% -> 17.4%, but resnet50 24.2% -> 29.2%: priced right, batch normalisation leaves the 1x1
+products too slow); normalisation and convolution at half weight 17.2% / 13.9%; those and grouped convolutions
+without convnext_tiny 17.7% / 13.6% (worst model 29.0%). Pooled over the 15 models each is 15.7-15.8%, as
+without them: the targets move the error between models, not out of them, so none was adopted. What limits is
+the products' pricing itself (tile efficiency by shape alone), which per-op times could fit next.
+
 Pure numpy.
 """
 
