@@ -77,4 +77,4 @@ def test_train_gpt2_model_is_what_srifty_profile_measures_as_hf_gpt2_small() -> 
     again, _ = train_gpt2.batch(3, 4, 9, net.config.vocab_size)
     assert x.shape == (4, 9) and bool((x == y).all()) and bool((x == again).all())
     assert bool((x[:, :4] == x[:, 5:9]).all())  # the second half repeats the first
-    assert float(net(input_ids=x, labels=y).loss) > 0
+    assert float(net(input_ids=x, labels=y).loss.detach()) > 0
