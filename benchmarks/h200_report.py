@@ -31,7 +31,7 @@ from benchmarks.interference import ddp_check
 from srifty.compute import Profile, calibrated_profile, estimate_profile, load_profile
 from srifty.compute.estimate import resolve_gpu
 from srifty.compute.gpu_fit import default_gpu_calibration
-from srifty.compute.gpu_measurements import bundled_curves
+from srifty.compute.gpu_measurements import WORKLOADS, bundled_curves, op_count_profile
 from srifty.compute.gpu_model import phase_times_s, work_features
 from srifty.compute.opclass import classify
 
@@ -41,15 +41,18 @@ CPU_SOURCES = FOLDER / "cpu_sources"
 BUNDLED_CPU = ROOT / "src" / "srifty" / "compute" / "data" / "profiles"
 #: srifty's model name -> the released curve's.
 RELEASED = {"resnet50": "resnet50", "vgg16": "vgg16", "mobilenet_v2": "mobilenet_v2", "resnet18": "resnet18"}
-#: Models the bundled GPU calibration was fitted on (the released H200 curves' and the public rows' models).
-CALIBRATED_ON = {
-    "resnet18", "resnet50", "vgg16", "alexnet", "inception_v3", "shufflenet_v2_x1_0", "mobilenet_v2", "hf:bert-base",
-}  # fmt: skip
 PHASES = ("fw", "bw", "iter")
 #: Op classes whose measured time (summed over the models, or in one model) is below this are left out of check 4.
 CLASS_SHOWN_MS = 10.0
 #: From this batch on, the released curves are throughput-bound (below it, launch-bound: the host sets the pace).
 THROUGHPUT_BATCH = 32
+
+
+def calibrated_models() -> set[str]:
+    """The models the bundled GPU calibration was fitted on: those of its workloads' op-count profiles (the
+    released H200 curves' and the public rows' models)."""
+    sources = (src for w in WORKLOADS for src in (w.fp32_profile, w.bf16_profile) if src)
+    return {op_count_profile(src).model for src in sources}
 
 
 def measured_profiles() -> list[Profile]:
@@ -106,6 +109,7 @@ def estimate_rows(profiles: list[Profile]) -> tuple[list[list[str]], dict[str, l
     Returns the rows and, for the held-out models, each method's iteration errors (%, every probed batch)."""
     out = []
     held: dict[str, list[float]] = {"calibrated": [], "roofline": [], "calibrated_1024": [], "roofline_1024": []}
+    fitted_on = calibrated_models()
     for p in profiles:
         source, where = cpu_source(p.model)
         batches = np.array([s.batch for s in p.samples], dtype=float)
@@ -115,7 +119,7 @@ def estimate_rows(profiles: list[Profile]) -> tuple[list[list[str]], dict[str, l
         errors = {}
         for name, est in (("calibrated", calibrated), ("roofline", roofline)):
             errors[name] = (est.predict_ms("iter", batches) / measured - 1.0) * 100
-        held_out = p.model not in CALIBRATED_ON
+        held_out = p.model not in fitted_on
         if held_out:
             for name in ("calibrated", "roofline"):
                 held[name] += [abs(e) for e in errors[name]]

@@ -1,0 +1,37 @@
+"""srifty's own H200 profiles (benchmarks/results/h200_profiles) and their report: the data are what the report
+says they are, and the report reads them."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from benchmarks.h200_profiles import MODELS, file_stem
+from benchmarks.h200_report import calibrated_models, measured_profiles, render
+
+
+def test_the_profiles_are_cuda_measurements_on_an_h200_with_a_host_staged_exchange() -> None:
+    profiles = measured_profiles()
+    assert {p.model for p in profiles} <= {m for m, _ in MODELS} and len(profiles) == 10
+    for p in profiles:
+        assert p.device.label == "H200" and p.timing_method == "cuda_events" and not p.is_estimate
+        assert [s.batch for s in p.samples][-1] == 1024 and len(p.samples) == 4
+        assert p.interference is not None and p.interference.host_staged
+        assert p.work is not None and all(r.time_s is not None for r in p.work.records)
+
+
+def test_the_report_tells_held_out_models_from_those_the_calibration_saw() -> None:
+    fitted_on = calibrated_models()
+    assert {"resnet50", "vgg16", "mobilenet_v2", "hf:bert-base"} <= fitted_on
+    assert not {"hf:gpt2-small", "convnext_tiny", "vit_b_16"} & fitted_on
+    held_out = [p.model for p in measured_profiles() if p.model not in fitted_on]
+    body = render()
+    assert f"Held out ({len(held_out)} models, {4 * len(held_out)} probed batches)" in body
+    for model in held_out:
+        assert f"| {model} | held out |" in body
+
+
+def test_profile_file_stems_are_file_safe() -> None:
+    assert file_stem("hf:gpt2-small") == "hf-gpt2-small__h200"
+    assert file_stem("srifty.compute.zoo:dlrm") == "srifty.compute.zoo-dlrm__h200"
