@@ -1,6 +1,6 @@
 """An experiment, not adopted: per-op-class kernel times from srifty's own H200 profiles as extra targets of the
-GPU model's calibration. ``python -m benchmarks.gpu_op_targets`` (about 5 minutes on 2 cores; prints, writes
-nothing).
+GPU model's calibration. ``python -m benchmarks.gpu_op_targets`` (about 8 minutes on 2 cores; prints, writes
+nothing; the figures are in :mod:`srifty.compute.gemm`'s docstring).
 
 The bundled calibration is fitted to whole-phase times (the released H200 curves, the public rows); the H200
 profiles in ``benchmarks/results/h200_profiles`` also timed every op of one instrumented iteration at batches
@@ -47,6 +47,7 @@ VARIANTS: tuple[tuple[str, frozenset[str] | None, float, frozenset[str]], ...] =
     ("every class at weight 0.3, convnext_tiny left out", frozenset({"*"}), 0.3, frozenset({"convnext_tiny"})),
     ("normalisation only", frozenset({"norm"}), 1.0, frozenset()),
     ("normalisation and convolution at weight 0.5", frozenset({"norm", "conv"}), 0.5, frozenset()),
+    ("normalisation and convolution", frozenset({"norm", "conv"}), 1.0, frozenset()),
     ("normalisation, convolution, grouped convolution; convnext_tiny left out",
      frozenset({"norm", "conv", "conv_grouped"}), 1.0, frozenset({"convnext_tiny"})),
 )  # fmt: skip
@@ -112,8 +113,11 @@ def new_model_errors(stem: str, params: GpuModelParams) -> np.ndarray:
     return predicted / measured - 1.0
 
 
-def run_variant(classes: frozenset[str] | None, weight: float, left_out: frozenset[str]) -> tuple[float, dict, float]:
-    """``(released curves' held-out iteration MAPE, by model, the new models' held-out iteration MAPE)``."""
+def run_variant(
+    classes: frozenset[str] | None, weight: float, left_out: frozenset[str]
+) -> tuple[float, dict, float, dict[str, Any]]:
+    """``(released curves' held-out iteration MAPE, by model, the new models' held-out iteration MAPE, what the
+    fit without resnet50 says about it)``: its memory efficiencies and its signed iteration errors by batch."""
     global _CASES
     _CASES = gpu_fit.build_cases(gpu_fit.GpuCalibrationData(bundled_curves(), ()))
     if classes is not None:
@@ -126,17 +130,22 @@ def run_variant(classes: frozenset[str] | None, weight: float, left_out: frozens
     held = [gpu_fit.HeldOut(c, gpu_fit.predict_case_ms(c, fits[c.group])) for c in _CASES if c.kind == "h200"]
     summary = gpu_fit.summarize(held)
     new = np.concatenate([np.abs(new_model_errors(m, fits[m])) for m in NEW])
-    return summary.h200["iter"], summary.h200_by_model, float(100 * new.mean())
+    resnet50 = fits["resnet50"].values
+    errors = next(h.errors("iter") for h in held if h.case.workload == "resnet50")
+    probe = {"mu.conv": resnet50["mu.conv"], "mu.norm": resnet50["mu.norm"], "errors": errors}
+    return summary.h200["iter"], summary.h200_by_model, float(100 * new.mean()), probe
 
 
 def main() -> None:
     gpu_fit._residuals = _with_op_cases(gpu_fit._residuals)  # this process only
     for label, classes, weight, left_out in VARIANTS:
-        released, by_model, new = run_variant(classes, weight, left_out)
+        released, by_model, new, probe = run_variant(classes, weight, left_out)
         worst = max(by_model, key=lambda k: by_model[k])
+        errors = " ".join(f"{100 * e:+.0f}" for e in probe["errors"])
         print(
             f"{label}: released curves {released:.1f}% (worst {worst} {by_model[worst]:.1f}%, vgg16 "
-            f"{by_model['vgg16']:.1f}%, resnet50 {by_model['resnet50']:.1f}%); new models {new:.1f}%",
+            f"{by_model['vgg16']:.1f}%, resnet50 {by_model['resnet50']:.1f}%); new models {new:.1f}%; fit without "
+            f"resnet50: mu.conv {probe['mu.conv']:.2f}, mu.norm {probe['mu.norm']:.2f}, its errors by batch {errors}",
             flush=True,
         )
 

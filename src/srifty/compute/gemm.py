@@ -49,11 +49,16 @@ the plain CNNs and 4.7-5.9x on efficientnet_b0's and mobilenet_v2's), normalisat
 backward (convnext_tiny) 14x too fast. Fitting those per-class kernel times as extra targets (``python -m
 benchmarks.gpu_op_targets``: H200 data only, leave one model out over the released curves' 8 models and the 7
 profiled models the fit never saw, against 18.3% / 12.8%): every class 20.6% / 20.3%; normalisation only 16.7% /
-14.7% (vgg16 32.6% -> 17.4%, but resnet50 24.2% -> 29.2%: priced right, batch normalisation leaves the 1x1
-products too slow); normalisation and convolution at half weight 17.2% / 13.9%; those and grouped convolutions
-without convnext_tiny 17.7% / 13.6% (worst model 29.0%). Pooled over the 15 models each is 15.7-15.8%, as
-without them: the targets move the error between models, not out of them, so none was adopted. What limits is
-the products' pricing itself (tile efficiency by shape alone), which per-op times could fit next.
+14.7% (vgg16 32.6% -> 17.4%, resnet50 24.2% -> 29.2%); normalisation and convolution 16.2% / 13.9% (at half
+weight 17.2% / 13.9%); those and grouped convolutions without convnext_tiny 17.7% / 13.6% (worst model 29.0%).
+Averaged over the 15 models alike, normalisation and convolution targets come to 15.1-15.8% and every class
+16.5-20.5%, against 15.7% without: the targets move the error between models more than out of them, so none was
+adopted. What limits is the products' pricing itself. Held-out resnet50 is over-predicted from batch 32 on with
+or without the targets (+25-50% as fitted now; +35-58% with normalisation and convolution targets, which raise
+``mu.conv`` only from 0.19 to 0.33): one memory efficiency per class cannot hold resnet50's 1x1 convolutions (k
+= 64-256: their distinct bytes move at about 0.8 of the bandwidth, 2.9-3.4x faster than priced) and vgg16's
+first layer (k = 27: twice slower than priced) at once; a memory efficiency by shape, fitted on per-op times, is
+the next thing to try.
 
 Pure numpy.
 """
