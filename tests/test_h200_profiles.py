@@ -35,3 +35,18 @@ def test_the_report_tells_held_out_models_from_those_the_calibration_saw() -> No
 def test_profile_file_stems_are_file_safe() -> None:
     assert file_stem("hf:gpt2-small") == "hf-gpt2-small__h200"
     assert file_stem("srifty.compute.zoo:dlrm") == "srifty.compute.zoo-dlrm__h200"
+
+
+def test_a_measured_h200_profile_sources_the_other_gpus_estimates() -> None:
+    from benchmarks.h200_report import FOLDER
+
+    from srifty.compute import calibrated_profile, load_profile
+
+    h200 = load_profile(FOLDER / "resnet50__h200.json")
+    same = calibrated_profile(h200, "H200")
+    assert float(same.predict_ms("iter", 1024)) == pytest.approx(float(h200.predict_ms("iter", 1024)), rel=1e-6)
+    a100, t4 = calibrated_profile(h200, "A100"), calibrated_profile(h200, "T4")
+    assert a100.estimate is not None and "scaled by the model's H200-to-A100 ratio" in a100.estimate.reason
+    # Older GPUs are slower at a batch that fills them: A100 (156 TF32 TFLOP/s) and T4 (no TF32) behind H200.
+    at = min(a100.max_batch, t4.max_batch, 128)
+    assert float(h200.predict_ms("iter", at)) < float(a100.predict_ms("iter", at)) < float(t4.predict_ms("iter", at))
