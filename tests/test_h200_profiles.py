@@ -1,7 +1,9 @@
-"""srifty's own H200 profiles (benchmarks/results/h200_profiles) and their report: the data are what the report
-says they are, and the report reads them."""
+"""srifty's own H200 profiles (benchmarks/results/h200_profiles): the data are what the report says they are,
+the report reads them, they source other GPUs' estimates, and their noisy launch-bound batches are explained."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +52,30 @@ def test_a_measured_h200_profile_sources_the_other_gpus_estimates() -> None:
     # Older GPUs are slower at a batch that fills them: A100 (156 TF32 TFLOP/s) and T4 (no TF32) behind H200.
     at = min(a100.max_batch, t4.max_batch, 128)
     assert float(h200.predict_ms("iter", at)) < float(a100.predict_ms("iter", at)) < float(t4.predict_ms("iter", at))
+
+
+def _spread_first_probe(profile, factor: float):  # type: ignore[no-untyped-def]
+    """The profile with its first probe's iteration samples spread ``factor`` times wider around their mean."""
+    from dataclasses import replace
+
+    first = profile.samples[0]
+    mean = sum(first.iter_ms) / len(first.iter_ms)
+    wide = tuple(mean + factor * (v - mean) for v in first.iter_ms)
+    return profile.with_changes(samples=(replace(first, iter_ms=wide), *profile.samples[1:]))
+
+
+def test_a_noisy_launch_bound_gpu_batch_is_blamed_on_the_host_not_a_busy_machine() -> None:
+    from benchmarks.h200_report import FOLDER
+
+    from srifty.compute import load_profile
+
+    noisy = load_profile(FOLDER / "hf-gpt2-small__h200.json")  # batch 1 spread ±20% on the device
+    warning = noisy.noisy_samples()
+    assert warning is not None and "at batch 1" in warning and "host's kernel launches" in warning
+    assert "probably busy" not in warning
+    assert load_profile(FOLDER / "vgg16__h200.json").noisy_samples() is None
+    tiny = load_profile(
+        Path(__file__).resolve().parents[1] / "examples" / "profiles" / "srifty.compute.zoo-tiny_mlp__cpu.json"
+    )
+    cpu_warning = _spread_first_probe(tiny, 50.0).noisy_samples()
+    assert cpu_warning is not None and "probably busy" in cpu_warning and "kernel launches" not in cpu_warning

@@ -265,17 +265,27 @@ class Profile:
     def noisy_samples(self, limit: float = NOISY_SPREAD) -> str | None:
         """A warning when this profile's own timed iterations spread more than ``limit`` (coefficient of
         variation of the whole iteration at any probed batch; a machine busy with something else while it
-        measured), or ``None``."""
+        measured, or on a GPU below the knee the host's launch jitter), or ``None``."""
         if not self.samples:
             return None
         batch, spread = max(((p.batch, p.iter) for p in self.spread()), key=lambda bp: bp[1])
         if spread <= limit:
             return None
+        knee = self.latency["iter"].knee_batch if "iter" in self.latency else None
+        if self.device.gpu and knee is not None and batch < knee:
+            cause = (
+                f"below the knee (batch {knee:.0f}) the GPU waits on the host's kernel launches, so the host's "
+                "timing jitter shows: a host busy with something else, or a launch-bound batch's own variation"
+            )
+            advice = "if the host was busy, measure again with it quiet"
+        else:
+            cause = "the machine was probably busy while it measured"
+            advice = "measure again on a quiet machine"
         return (
             f"the timed iterations of {self.model} on {self.device.label} spread ±{100 * spread:.0f}% at batch "
-            f"{batch} (coefficient of variation; more than {100 * limit:.0f}%): the machine was probably busy while "
-            "it measured. The latency model's robust means resist a few outliers, but the simulator draws each "
-            "iteration's spread from these samples; measure again on a quiet machine."
+            f"{batch} (coefficient of variation; more than {100 * limit:.0f}%): {cause}. The latency model's robust "
+            "means resist a few outliers, but the simulator draws each iteration's spread from these samples; "
+            f"{advice}."
         )
 
     def cv(self, phase: str, batch: ArrayLike) -> NDArray[np.float64]:
