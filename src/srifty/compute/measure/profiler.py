@@ -292,6 +292,8 @@ def first_iteration(trainer: _Trainer, workload: Workload, options: ProfileOptio
     """
     try:
         trainer.iteration(1)
+    except ProfileError:
+        raise  # srifty's own, already clear
     except Exception as err:
         if _is_oom(err):
             raise ProfileError(
