@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from srifty.artifacts import atomic_write_text
+
 #: (model, extra profile options), in the order they are measured: the models with a released H200 curve,
 #: and models the GPU calibration never saw, alternating, so a budget cut keeps both kinds.
 MODELS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -80,7 +82,7 @@ def measure(out: Path, budget_s: float, per_model_s: float, device: str, max_bat
             env_lines.append(subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout)
         except (OSError, subprocess.TimeoutExpired) as err:
             env_lines.append(f"{cmd[0]}: {err}")
-    (out / "environment.txt").write_text("\n".join(env_lines))
+    atomic_write_text(out / "environment.txt", "\n".join(env_lines))
     record: dict[str, object] = {"device": device, "max_batch": max_batch, "runs": []}
     runs: list[dict[str, object]] = []
     # A first small profile: the CUDA path, and whether the interference exchange works on this GPU.
@@ -125,7 +127,7 @@ def measure(out: Path, budget_s: float, per_model_s: float, device: str, max_bat
         print(f"{model}: status {status}, {wall:.0f} s, {'written' if path.exists() else 'no profile'}", flush=True)
     record["runs"] = runs
     record["total_s"] = round(time.monotonic() - started, 1)
-    (out / "runs.json").write_text(json.dumps(record, indent=1))
+    atomic_write_text(out / "runs.json", json.dumps(record, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:
