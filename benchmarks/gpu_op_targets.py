@@ -18,7 +18,6 @@ calibration code is used as it is.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from multiprocessing import Pool
@@ -27,15 +26,12 @@ from typing import Any
 import numpy as np
 
 import srifty.compute.gpu_fit as gpu_fit
-from benchmarks.common import ROOT
+from benchmarks.h200_report import FOLDER, cpu_source, kernel_seconds, records_by_class
 from srifty.catalog import load_catalog
-from srifty.compute import Profile, load_profile
+from srifty.compute import load_profile
 from srifty.compute.gpu_measurements import bundled_curves
 from srifty.compute.gpu_model import GpuModelParams, phase_times_s, predict_ms, work_features
-from srifty.compute.opclass import classify
 
-FOLDER = ROOT / "benchmarks" / "results" / "h200_profiles"
-BUNDLED_CPU = ROOT / "src" / "srifty" / "compute" / "data" / "profiles"
 PROFILED = ("resnet50", "vgg16", "mobilenet_v2", "hf-gpt2-small", "densenet121", "hf-bert-small",
             "efficientnet_b0", "convnext_tiny", "resnet34", "vit_b_16")  # fmt: skip
 RELEASED_GROUPS = {"resnet50", "vgg16", "mobilenet_v2"}  # their released curves' groups in the calibration
@@ -76,13 +72,10 @@ def op_cases(stem: str, classes: frozenset[str], weight: float) -> list[gpu_fit.
     work = profile.work
     assert work is not None
     h200 = load_catalog().gpu_specs["H200"]
-    grouped: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for record, op_class in zip(work.records, classify(work), strict=True):
-        if op_class != "host" and record.time_s is not None and ("*" in classes or op_class in classes):
-            grouped[(record.phase, op_class)].append(record)
+    grouped = records_by_class(work, None if "*" in classes else classes)
     out = []
     for (phase, op_class), records in sorted(grouped.items()):
-        measured = np.array([sum(r.time_s[i] for r in records) for i in (0, 1)])
+        measured = np.array([kernel_seconds(records, i) for i in (0, 1)])
         features = work_features(
             replace(work, records=tuple(records)), list(work.batches), h200, profile.numeric_settings
         )
@@ -96,15 +89,10 @@ def _fit_without(group: str) -> tuple[str, GpuModelParams]:
     return group, gpu_fit.fit_params([c for c in _CASES if c.group != group])
 
 
-def cpu_source(stem: str) -> Profile:
-    bundled = BUNDLED_CPU / f"{stem}__cpu.json"
-    return load_profile(bundled if bundled.exists() else FOLDER / "cpu_sources" / f"{stem}__cpu.json")
-
-
 def new_model_errors(stem: str, params: GpuModelParams) -> np.ndarray:
     """Signed iteration errors at the profile's probed batches, predicted from the model's CPU profile."""
     measured_profile = load_profile(FOLDER / f"{stem}__h200.json")
-    source = cpu_source(stem)
+    source, _ = cpu_source(measured_profile.model)
     assert source.work is not None
     batches = np.array([s.batch for s in measured_profile.samples], dtype=float)
     measured = np.array([s.mean_ms("iter") for s in measured_profile.samples])

@@ -51,7 +51,9 @@ MAX_BATCH = 1024
 
 def file_stem(model: str) -> str:
     """A profile file's stem for ``model`` (``hf:gpt2-small`` -> ``hf-gpt2-small__h200``)."""
-    return model.replace(":", "-").replace("/", "-") + "__h200"
+    from srifty.compute.bundled import profile_filename
+
+    return profile_filename(model, "h200").removesuffix(".json")
 
 
 def _run(args: list[str], log: Path, timeout_s: float) -> tuple[int, float]:

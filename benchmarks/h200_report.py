@@ -22,18 +22,19 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from benchmarks.common import ROOT, machine_description, write_section
 from benchmarks.interference import ddp_check
 from srifty.compute import Profile, calibrated_profile, estimate_profile, load_profile
+from srifty.compute.bundled import profile_filename
 from srifty.compute.estimate import resolve_gpu
 from srifty.compute.gpu_fit import default_gpu_calibration
 from srifty.compute.gpu_measurements import WORKLOADS, bundled_curves, op_count_profile
 from srifty.compute.gpu_model import phase_times_s, work_features
 from srifty.compute.opclass import classify
+from srifty.compute.work import OpRecord, OpWork
 
 SECTION = "Profiles measured on a GPU (H200)"
 FOLDER = ROOT / "benchmarks" / "results" / "h200_profiles"
@@ -62,7 +63,7 @@ def measured_profiles() -> list[Profile]:
 
 def cpu_source(model: str) -> tuple[Profile, str]:
     """The CPU profile an H200 estimate of ``model`` starts from, and where it came from."""
-    stem = model.replace(":", "-").replace("/", "-") + "__cpu.json"
+    stem = profile_filename(model, "cpu")
     for folder, label in ((BUNDLED_CPU, "bundled"), (CPU_SOURCES, "measured here")):
         if (folder / stem).exists():
             return load_profile(folder / stem), label
@@ -155,6 +156,20 @@ def interference_rows(profiles: list[Profile]) -> list[list[str]]:
     return out
 
 
+def records_by_class(work: OpWork, classes: frozenset[str] | None = None) -> dict[tuple[str, str], list[OpRecord]]:
+    """The timed op records of ``work`` by (phase, op class), host ops left out; only ``classes`` where given."""
+    grouped: dict[tuple[str, str], list[OpRecord]] = {}
+    for record, op_class in zip(work.records, classify(work), strict=True):
+        if op_class != "host" and record.time_s is not None and (classes is None or op_class in classes):
+            grouped.setdefault((record.phase, op_class), []).append(record)
+    return grouped
+
+
+def kernel_seconds(records: list[OpRecord], index: int) -> float:
+    """The measured seconds of ``records`` at their work's ``index``-th batch (0: the smaller, 1: the larger)."""
+    return sum(r.time_s[index] for r in records if r.time_s is not None)
+
+
 def class_times_ms(p: Profile) -> dict[tuple[str, str], tuple[float, float]]:
     """Check 4: per (phase, op class), the kernel time the profile's instrumented iteration measured at its
     larger op-count batch and what the bundled calibration's GPU model prices the same ops at (ms)."""
@@ -163,16 +178,12 @@ def class_times_ms(p: Profile) -> dict[tuple[str, str], tuple[float, float]]:
     work = p.work
     spec = resolve_gpu("H200")
     params = default_gpu_calibration().params
-    by_class: dict[tuple[str, str], list[Any]] = {}
-    for record, op_class in zip(work.records, classify(work), strict=True):
-        if op_class != "host" and record.time_s is not None:
-            by_class.setdefault((record.phase, op_class), []).append(record)
     out = {}
-    for key, records in by_class.items():
+    for key, records in records_by_class(work).items():
         features = work_features(replace(work, records=tuple(records)), [work.batches[1]], spec, p.numeric_settings)
         _, kernel = phase_times_s(features, params)
         predicted = sum(float(k[0]) for k in kernel.values())
-        out[key] = (sum(r.time_s[1] for r in records) * 1e3, predicted * 1e3)
+        out[key] = (kernel_seconds(records, 1) * 1e3, predicted * 1e3)
     return out
 
 
