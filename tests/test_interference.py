@@ -139,6 +139,36 @@ def test_the_simulator_uses_a_measured_interference_and_says_so() -> None:
     assert used.iter_mean_s >= used.fw_mean_s + used.bwd_mean_s + used.step_mean_s - 1e-12
 
 
+def test_a_heterogeneous_exchange_waits_for_the_type_its_own_backward_slows_most() -> None:
+    """The allreduce is collective: a type with less compute whose exchange its backward slows x4 (a smaller
+    CPU quota) finishes after the type with more compute but no interference, and the iteration waits for it."""
+    none = measurement(dataclasses.replace(CAPPED, bwd_with_comm_ms=300.0, comm_with_compute_ms=100.0))
+    strong = measurement(dataclasses.replace(CAPPED, bwd_with_comm_ms=300.0, comm_with_compute_ms=400.0))
+    base = synthetic_profile(cv=0.0, fw=(0.0, 20.0), bwd=(0.0, 200.0), param_mib=(80.0,) * 4, gpu=None)
+    big, small = instance("big.vm", gpu="cpu"), instance("small.vm", gpu="cpu")
+    config = make_config([(big, 1, 32), (small, 1, 16)])  # big computes twice as long: the slowest group
+    net = ConstantBusBandwidth(1e9)
+
+    def simulate(small_record: InterferenceMeasurement | None):  # type: ignore[no-untyped-def]
+        profiles = {
+            "big.vm": base.with_changes(interference=none),
+            "small.vm": base.with_changes(interference=small_record),
+        }
+        return Simulator(profiles, net, SimOptions(iters=20)).simulate(config, np.random.default_rng(0))
+
+    slowest_only = simulate(None)
+    both = simulate(strong)
+    assert slowest_only.slowest_group == both.slowest_group == "1xbig.vm@32"
+    assert "waits for every type" not in slowest_only.iteration_model
+    assert "waits for every type" in both.iteration_model and "1xsmall.vm@16: backward x1.00" in both.iteration_model
+    assert both.iter_mean_s > slowest_only.iter_mean_s * 1.2
+    # The small type's own finish, alone: its forward, then its exchange at a quarter of the rate throughout.
+    alone = Simulator({"cpu": base.with_changes(interference=strong)}, net, SimOptions(iters=20)).simulate(
+        make_config([(instance("cpu.vm", gpu="cpu"), 2, 16)]), np.random.default_rng(0)
+    )
+    assert both.iter_mean_s - both.step_mean_s >= alone.iter_mean_s - alone.step_mean_s - 1e-9
+
+
 def test_the_quota_is_read_up_the_hierarchy_and_the_peer_moves_above_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from srifty.compute.measure.cpu_quota import cpu_quota_cores, leave_cpu_quota
 
