@@ -79,8 +79,8 @@ def test_more_bandwidth_is_never_slower_and_never_below_the_compute(
     assert a.end_s >= a.compute_s - 1e-12 and b.end_s >= b.compute_s - 1e-12
 
 
-def _block_profile(blocks: int = 8, block_mib: float = 16.0, root_mib: float = 32.0):  # type: ignore[no-untyped-def]
-    profile = synthetic_profile(param_mib=(root_mib,) + (block_mib,) * blocks)
+def _block_profile(blocks: int = 8, block_mib: float = 16.0, root_mib: float = 32.0, **phases):  # type: ignore[no-untyped-def]
+    profile = synthetic_profile(param_mib=(root_mib,) + (block_mib,) * blocks, **phases)
     n = blocks + 1
     params = [ParamInfo("embed.weight", int(root_mib * 2**18), int(root_mib * 2**20), "float32", 1.0)]
     for i in range(blocks):  # the last block's gradient is ready first
@@ -140,3 +140,30 @@ def test_config_carries_its_sharding() -> None:
     mixed = (ConfigGroup(instance(name="a", gpus=4), 1, 8), ConfigGroup(instance(name="b", gpus=8), 1, 8))
     with pytest.raises(SpecError, match="same number of GPUs"):
         Config(mixed, parallelism="hsdp")
+
+
+def test_a_heterogeneous_sharded_iteration_waits_for_the_type_its_own_compute_slows_most() -> None:
+    """As for DDP (test_interference): a type with less compute whose collectives its compute slows x4 finishes
+    after the slowest-compute type, which measured no slowdown, and the iteration waits for it."""
+    from tests.test_interference import CAPPED, measurement
+
+    none = measurement(dataclasses.replace(CAPPED, bwd_with_comm_ms=300.0, comm_with_compute_ms=100.0))
+    strong = measurement(dataclasses.replace(CAPPED, bwd_with_comm_ms=300.0, comm_with_compute_ms=400.0))
+    base = _block_profile(cv=0.0, fw=(0.0, 20.0), bwd=(0.0, 200.0), gpu=None)
+    big, small = instance("big.vm", gpu="cpu"), instance("small.vm", gpu="cpu")
+    config = Config((ConfigGroup(big, 1, 32), ConfigGroup(small, 1, 16)), parallelism="fsdp")  # type: ignore[arg-type]
+
+    def simulate(small_record):  # type: ignore[no-untyped-def]
+        profiles = {
+            "big.vm": base.with_changes(interference=none),
+            "small.vm": base.with_changes(interference=small_record),
+        }
+        return Simulator(profiles, ConstantBusBandwidth(1e9), SimOptions(iters=20)).simulate(
+            config, np.random.default_rng(0)
+        )
+
+    slowest_only, both = simulate(None), simulate(strong)
+    assert slowest_only.slowest_group == both.slowest_group == "1xbig.vm@32"
+    assert "wait for every type" not in slowest_only.iteration_model
+    assert "wait for every type" in both.iteration_model and "1xsmall.vm@16: backward x1.00" in both.iteration_model
+    assert both.iter_mean_s > slowest_only.iter_mean_s * 1.2

@@ -20,6 +20,9 @@ answer for a mixed configuration.
 **Interference.** Where the slowest group's profile measured how backward and communication slow each other
 (``srifty profile``'s interference record, issue 27; measured with DDP's allreduce) and the simulator's
 ``interference`` option is on, the timeline slows compute and collectives by those factors while both run.
+Every other group whose profile has its own record is run through its own timeline the same way (its compute,
+its factors), and the iteration takes the latest: a type with less compute but a smaller CPU share can hold
+the collectives back.
 
 **Per iteration.** Every rank waits for every other at each collective, so the slowest group paces all; its
 compute is drawn per iteration (the maximum of its ranks' normals, as :mod:`srifty.sim.simulator` does) and
@@ -263,6 +266,11 @@ def simulate_sharded(sim: Simulator, config: Config, rng: np.random.Generator) -
     curve = _curve(sim, config, slowest.instance, profile, slowest.local_batch, mean, cv)
     factor = sim._comm_factors(curve.spread, rng)
     t_iter = factor * curve_at(scale / factor, curve.grid, curve.times)
+    model = curve.model
+    if sim.options.interference and profile.interference is not None and config.world_size > 1:
+        t_iter, others = _other_groups_finish(sim, config, profiles, computes, totals, slowest_index, factor, t_iter)
+        if others:
+            model += "; the collectives wait for every type, each slowed by its own: " + "; ".join(others)
     ordered = np.sort(t_iter)
     iter_mean = float(ordered.sum()) / iters
     p5, p50, p95 = (float(np.percentile(ordered, q)) for q in (5.0, 50.0, 95.0))
@@ -291,8 +299,39 @@ def simulate_sharded(sim: Simulator, config: Config, rng: np.random.Generator) -
         estimated_profiles=estimated,
         iter_mean_error_s=error_rel * iter_mean,
         parallelism=config.parallelism,
-        iteration_model=curve.model,
+        iteration_model=model,
     )
+
+
+def _other_groups_finish(
+    sim: Simulator,
+    config: Config,
+    profiles: list[Profile],
+    computes: list[Any],
+    totals: NDArray[np.float64],
+    slowest_index: int,
+    factor: NDArray[np.float64],
+    t_iter: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], list[str]]:
+    """The iteration times (s) with every other group whose profile measured its own interference run through
+    its own timeline (its compute, its draws ``totals``, its factors), the latest finish kept; and those groups'
+    records in words. Collectives move at the pace of their slowest participant, and a type with less compute
+    but a smaller CPU share may be slowed most by its own (:mod:`srifty.sim.simulator` does the same for DDP)."""
+    others: list[str] = []
+    means = np.array([c.fw_ms + c.bwd_ms for c in computes])
+    for index, (group, profile) in enumerate(zip(config.groups, profiles, strict=True)):
+        measured = profile.interference
+        if index == slowest_index or measured is None:
+            continue
+        compute = computes[index]
+        mean_ms = max(float(means[index]), 1e-12)
+        curve = _curve(
+            sim, config, group.instance, profile, group.local_batch, compute, compute.compute_std_ms / mean_ms
+        )
+        scale = np.maximum(totals[:, index], 1e-12) / mean_ms
+        t_iter = np.maximum(t_iter, factor * curve_at(scale / factor, curve.grid, curve.times))
+        others.append(f"{group.notation()}: {measured.summary()}")
+    return t_iter, others
 
 
 def _shares(sim: Simulator, profile: Profile) -> UnitShares:
