@@ -1,7 +1,8 @@
-"""Compute/communication interference as ``srifty profile`` measured it, per device (CPU quota) and model.
+"""Compute/communication interference as ``srifty profile`` measured it, per device (CPU quota, GPU) and model.
 
 Reads the profiles the end-to-end and multi-host benchmarks measured under each emulated type's CPU quota
-(``benchmarks/results/end_to_end_profiles/``, ``benchmarks/results/multihost_resnet_profiles/``) and writes
+(``benchmarks/results/end_to_end_profiles/``, ``benchmarks/results/multihost_resnet_profiles/``) and the
+profiles measured on the lent H200 (``benchmarks/results/h200_profiles/``, ``*__h200.json``) and writes
 the BENCHMARKS.md section "Compute/communication interference (measured)": per profile, how much the
 allreduce of the model's own DDP buckets slows backward and how much compute slows the allreduce (medians
 over repetitions, with their range), and a check on the device itself: backward with each bucket
@@ -24,7 +25,10 @@ SECTION = "Compute/communication interference (measured)"
 FOLDERS = (
     ROOT / "benchmarks" / "results" / "end_to_end_profiles",
     ROOT / "benchmarks" / "results" / "multihost_resnet_profiles",
+    ROOT / "benchmarks" / "results" / "h200_profiles",
 )
+#: Profiles of a folder that are not one model's measurement (the H200 run's smoke profiles).
+SKIPPED_PREFIX = "smoke"
 
 
 def ddp_check(profile: Profile, rep: InterferenceRepetition) -> tuple[float, float]:
@@ -46,9 +50,11 @@ def ddp_check(profile: Profile, rep: InterferenceRepetition) -> tuple[float, flo
 def rows() -> list[list[str]]:
     """One table row per profile with an interference measurement."""
     out = []
-    checks: dict[str, list[float]] = {"factors": [], "perfect": []}
+    checks: dict[str, dict[str, list[float]]] = {}  # by device: errors with the factors, with perfect overlap
     for folder in FOLDERS:
         for path in sorted(folder.glob("*.json")):
+            if path.name.startswith(SKIPPED_PREFIX) or path.name in ("runs.json", "runs_b.json"):
+                continue
             profile = load_profile(path)
             m = profile.interference
             if m is None:
@@ -58,36 +64,39 @@ def rows() -> list[list[str]]:
             predicted = [ddp_check(profile, r) for r in m.repetitions]
             ddp = med(r.ddp_end_ms for r in m.repetitions)
             with_factors, perfect = med(p[0] for p in predicted), med(p[1] for p in predicted)
-            checks["factors"].append(abs(with_factors / ddp - 1) * 100)
-            checks["perfect"].append(abs(perfect / ddp - 1) * 100)
+            device = checks.setdefault(profile.device.label, {"factors": [], "perfect": []})
+            device["factors"].append(abs(with_factors / ddp - 1) * 100)
+            device["perfect"].append(abs(perfect / ddp - 1) * 100)
             quota = "none" if m.cpu_quota_cores is None else f"{m.cpu_quota_cores:g}"
             cores = f"{med(r.bwd_alone_cores for r in m.repetitions):.2f} / "
             cores += f"{med(r.comm_alone_cores for r in m.repetitions):.2f}"
             out.append([
-                f"{profile.model} ({folder.name.removesuffix('_profiles')})", quota, str(m.batch),
+                f"{profile.model} ({folder.name.removesuffix('_profiles')})", profile.device.label, quota, str(m.batch),
                 str(len(m.repetitions)), f"{b.median:.2f} [{b.low:.2f}–{b.high:.2f}]",
                 f"{c.median:.2f} [{c.low:.2f}–{c.high:.2f}]", f"{med(r.bwd_alone_ms for r in m.repetitions):.0f}",
                 f"{med(r.comm_alone_ms for r in m.repetitions):.0f}", cores, f"{ddp:.0f}",
                 f"{with_factors:.0f} ({with_factors / ddp - 1:+.0%})", f"{perfect:.0f} ({perfect / ddp - 1:+.0%})",
             ])  # fmt: skip
-    if out:
-        mean_factors = f"{statistics.fmean(checks['factors']):.0f}%"
-        out.append(["**mean \\|error\\|**", *[""] * 9, mean_factors, f"{statistics.fmean(checks['perfect']):.0f}%"])
+    for label, device in checks.items():
+        means = [f"{statistics.fmean(device[key]):.0f}%" for key in ("factors", "perfect")]
+        out.append([f"**mean \\|error\\|, {label}**", *[""] * 10, *means])
     return out
 
 
 def render() -> str:
     """The section."""
     head = (
-        "| profile (benchmark) | CPU quota (cores) | batch | repetitions | backward slowed by communication "
+        "| profile (benchmark) | device | CPU quota (cores) | batch | repetitions | backward slowed by communication "
         "| communication slowed by compute | backward alone (ms) | allreduce alone, loopback (ms) | CPU used alone: "
         "backward / allreduce (cores) | DDP overlap measured (ms) | predicted, measured factors | predicted, "
         "perfect overlap |"
     )
-    table = [head, "|" + "---|" * 12, *("| " + " | ".join(r) + " |" for r in rows())]
+    table = [head, "|" + "---|" * 13, *("| " + " | ".join(r) + " |" for r in rows())]
     return "\n".join([
         "What `srifty profile` measured on this machine (CPU, one torch thread, under each emulated type's cgroup CPU "
-        "quota) with a loopback gloo peer that leaves the quota (it stands for another VM): backward alone; one "
+        "quota) and on the H200 lent in session 13 (`benchmarks.h200_profiles`; no quota, 16 host cores; the "
+        "model's CUDA buckets allreduced by gloo through pinned host memory, not by NCCL, whose interference needs "
+        "two GPUs) with a loopback gloo peer that leaves the quota (it stands for another VM): backward alone; one "
         "round of allreduces of the model's DDP buckets alone; backward while the allreduce runs throughout "
         "(*backward slowed*: with over alone); one round while compute runs throughout (*communication slowed*). "
         "Medians over the repetitions, [range]. The last three columns check the factors on the device itself: one "
@@ -97,9 +106,20 @@ def render() -> str:
         "",
         *table,
         "",
-        "Command: `python -m benchmarks.interference` (reads the profiles the end-to-end and multi-host benchmarks "
-        f"measured; nothing measured). Machine: {machine_description()}.",
+        "Command: `python -m benchmarks.interference` (reads the profiles the end-to-end, multi-host and H200 "
+        f"benchmarks measured; nothing measured). Machine: {machine_description()}.",
+        "",
+        BEFORE,
     ])  # fmt: skip
+
+
+#: The same command's figures over the CPU profiles measured earlier on another machine (kept for comparison).
+BEFORE = (
+    "Before (the same command over the profiles measured on the Zen 5, commit 2a9765b): mean |error| of the DDP "
+    "overlap 22% with the measured factors, 29% with perfect overlap; train_resnet:model's backward slowed x1.42 "
+    "[1.13–1.78] at 0.3 cores and x2.01 at 0.6 (x1.96 and x1.73 here). The factors are measured again with every "
+    "profile, on the machine that runs the job."
+)
 
 
 def main() -> None:
