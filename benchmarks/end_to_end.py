@@ -500,6 +500,7 @@ def render(saved: dict[str, Any], elapsed_s: float, repredicted: bool) -> str:
         f"{how}Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.end_to_end` (as root; "
         f"{meas['elapsed_s'] / 60:.0f} min). Machine: {meas['machine']}.",
         "Profiles: `benchmarks/results/end_to_end_profiles/`; raw: `benchmarks/results/end_to_end.json`.",
+        *_repeatability_lines(saved),
         *_earlier_lines(saved),
         *_quota100_line(),
         *_before_line(),
@@ -544,6 +545,40 @@ def _earlier_lines(saved: dict[str, Any]) -> list[str]:
             "measures them again on its own machine.",
         ]
     return lines
+
+
+def _case_means(measurements: dict[str, Any]) -> dict[str, float]:
+    truth: dict[str, list[float]] = {}
+    for row in measurements["rows"]:
+        truth.setdefault(row["case"], []).append(row["measured_s"])
+    return {case: statistics.fmean(values) for case, values in truth.items()}
+
+
+def _repeatability_lines(saved: dict[str, Any]) -> list[str]:
+    """How far this run's measured means moved from the run before it, where that run predicted from the same
+    profiles (its perfect-overlap predictions are this run's to the microsecond): what a predictor exact for one
+    run would score on the other, the testbed's floor under any MAPE here. Then that run's measurements against
+    this run's predictions (made after its runs, so not a prediction of them)."""
+    earlier = saved.get("earlier", [])
+    if not earlier:
+        return []
+    before, now = earlier[-1], saved["predictions"]
+    same = {r["case"]: r["srifty_perfect_s"] for r in before["predictions"]["rows"] if "srifty_perfect_s" in r}
+    if not same or any(abs(same.get(r["case"], -1.0) - r["srifty_perfect_s"]) > 1e-6 for r in now["rows"]):
+        return []
+    then, latest = _case_means(before["measurements"]), _case_means(saved["measurements"])
+    moved = {case: _pct(latest[case], then[case]) for case in latest if case in then}
+    worst = max(moved, key=lambda case: abs(moved[case]))
+    return [
+        "",
+        f"Repeatability: the run before this one (predictions written at {before['predictions']['written_utc']}) "
+        "measured the same cases from the same profiles on the same machine. This run's means moved from its by "
+        f"{statistics.fmean(abs(v) for v in moved.values()):.1f}% on average (largest {moved[worst]:+.1f}%, "
+        f"{worst}): a predictor exact for one run would score that MAPE on the other. That run's measurements "
+        "against this run's predictions (made after its runs; srifty changed in between): MAPE "
+        + _mape_parts(now, before["measurements"])
+        + ".",
+    ]
 
 
 def _quota100_line() -> list[str]:

@@ -1,0 +1,27 @@
+"""The end-to-end section's repeatability line: only where the run before predicted from the same profiles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks import end_to_end
+
+
+def _run(written: str, perfect: dict[str, float], measured: dict[str, list[float]]) -> dict[str, Any]:
+    rows = [{"case": c, "srifty_perfect_s": v, "srifty_s": v * 1.1, "apm_s": v * 0.9} for c, v in perfect.items()]
+    meas = [{"case": c, "measured_s": m} for c, ms in measured.items() for m in ms]
+    return {"predictions": {"written_utc": written, "rows": rows}, "measurements": {"rows": meas}}
+
+
+def test_the_line_says_how_far_the_same_cases_moved_between_runs() -> None:
+    perfect = {"a": 1.0, "b": 2.0}
+    before = _run("then", perfect, {"a": [1.0, 1.0], "b": [2.0]})
+    now = _run("now", perfect, {"a": [1.1], "b": [1.9, 1.9]})
+    saved = {**now, "earlier": [before]}
+    (line,) = [text for text in end_to_end._repeatability_lines(saved) if text]
+    assert "moved from its by 7.5% on average (largest +10.0%, a)" in line  # +10% and -5%
+    # That run's measurements (exactly the perfect-overlap predictions) against this run's predictions.
+    assert "perfect overlap 0.0% (largest 0.0%), srifty, measured interference 10.0% (largest 10.0%)" in line
+    other = {**now, "earlier": [_run("then", {"a": 1.0, "b": 2.5}, {"a": [1.0], "b": [2.0]})]}
+    assert end_to_end._repeatability_lines(other) == []  # other profiles: no floor to read
+    assert end_to_end._repeatability_lines(now) == []
