@@ -18,8 +18,10 @@ Run as root: ``python -m benchmarks.end_to_end`` (about 20 minutes on 2 cores). 
 models; the previous srifty predictions are shown beside the new ones.
 
 Profiles are measured on this machine: a profile in ``--profiles-dir`` is reused only if it records this
-machine (:func:`srifty.compute.provenance.require_this_machine`); otherwise it is measured again here,
-since predicting this machine's iteration time from another machine's profile mixes two machines.
+machine (:func:`srifty.compute.provenance.require_this_machine`) and was measured within the hour
+(:data:`MAX_PROFILE_AGE_S`); otherwise it is measured again here, since predicting this machine's iteration
+time from another machine's profile, or from one measured hours before on this VM, whose speed drifts,
+mixes two machines.
 
 Everything the benchmark starts (profiling runs, torchrun agents and workers, the testbed's namespaces,
 the CPU-quota cgroups) is named after this process and ended or removed on success, on an error, on
@@ -162,19 +164,43 @@ def profile_path(case: Case, host: Host, out: Path) -> Path:
     return out / f"{case.model.replace(':', '-').replace('/', '-')}_q{host.quota}.json"
 
 
+#: A saved profile is reused only if measured within this many seconds: this VM's speed drifts over hours (the
+#: multi-host benchmark's ranks computed their forward passes 25% faster at 21:30 than the profiles measured at
+#: 16:00 on 2026-12-04, same machine), so a profile from hours before predicts another machine.
+MAX_PROFILE_AGE_S = 3600.0
+
+
+def stale_reason(profile: Profile, now_s: float) -> str | None:
+    """Why a saved profile of this machine is not reused: it lacks the interference measurement, or it is older
+    than :data:`MAX_PROFILE_AGE_S` (or its age is unknown); ``None`` to reuse it."""
+    if profile.interference is None:
+        return "it has no interference measurement"
+    try:
+        created_s = dt.datetime.fromisoformat(profile.created_at).timestamp()
+    except ValueError:
+        return f"its measurement time {profile.created_at!r} is unreadable"
+    age_s = now_s - created_s
+    if age_s > MAX_PROFILE_AGE_S:
+        limit_h = MAX_PROFILE_AGE_S / 3600
+        return f"measured {age_s / 3600:.1f} h ago (reused only within {limit_h:g} h: this VM's speed drifts)"
+    return None
+
+
 def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: ProcessGuard, remeasure: bool) -> Path:
     """``srifty profile`` of the case's model under the type's CPU quota, unless ``out`` holds a profile
-    measured on this machine (one from elsewhere, or of an unknown machine, is measured again)."""
+    measured on this machine within the last hour (:func:`stale_reason`; one from elsewhere, or of an unknown
+    machine, is measured again)."""
     path = profile_path(case, host, out)
     if path.exists() and not remeasure:
         try:
             existing = load_profile(path)
             require_this_machine(existing, str(path), current_machine())
-            if existing.interference is not None:
+            why = stale_reason(existing, time.time())
+            if why is None:
                 return path
-            print(f"re-measuring {path}: it has no interference measurement", flush=True)
-        except ProfileError as why:
-            print(f"re-measuring: {why}", flush=True)
+            print(f"re-measuring {path}: {why}", flush=True)
+        except ProfileError as why_not:
+            print(f"re-measuring: {why_not}", flush=True)
     args = [sys.executable, "-m", "srifty.cli.main", "profile", "--model", case.model, "--threads", "1",
             "--max-batch", str(max(2, 2 * max(h.batch for h in case.hosts))), "--iters", "6", "--warmup", "2",
             "--out", str(path)]  # fmt: skip

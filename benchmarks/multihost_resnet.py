@@ -640,6 +640,22 @@ def _earlier_faults(earlier: list[dict[str, Any]]) -> list[str]:
     return ["Earlier faults runs (raw rows in the results file):", "", *lines, ""] if lines else []
 
 
+def _stopped_line(stopped: dict[str, Any]) -> str:
+    """A run stopped part-way (kept under ``stopped`` in the results): what it measured, against its predictions."""
+    predicted = {r["case"]: r["srifty_s"] for r in stopped["predictions"]["rows"]}
+    cells = []
+    for row in stopped["rows"]:
+        error = _pct(predicted[row["case"]], row["measured_mean_s"])
+        cells.append(f"{row['case']} {row['measured_mean_s'] * 1e3:.0f} ms (srifty {error:+.0f}%)")
+    return (
+        f"A run stopped after {len(stopped['rows'])} configurations (predictions written at "
+        f"{stopped['predictions']['written_utc']}, machine: {stopped['machine']}): "
+        + "; ".join(cells)
+        + ". "
+        + stopped["why"]
+    )
+
+
 def render(saved: dict[str, Any]) -> str:
     """The BENCHMARKS.md section from the saved results."""
     out = [
@@ -672,8 +688,10 @@ def render(saved: dict[str, Any]) -> str:
             f"`--model {GPT2} --seq-len {GPT2_SEQ}`) under each "
             "type's CPU quota (`benchmarks/results/multihost_resnet_profiles/`), the embedded bandwidth model and "
             "APM's alpha-beta fit divided by the emulation scale. Since issue 27 each profile carries its measured "
-            "compute/communication interference: *srifty, measured interference* uses it (since the run at the "
-            "top, its slowdowns scaled by the exchange's rate over its rate in the measurement), *srifty, perfect "
+            "compute/communication interference: *srifty, measured interference* uses it (as measured; only "
+            "earlier run 5 scaled the slowdowns by the exchange's rate, a hypothesis its runs refuted; since "
+            "commit 5a9967a every type of a heterogeneous configuration finishes its share of the exchange at its "
+            "own measured pace and the iteration waits for the last), *srifty, perfect "
             "overlap* is the paper's `max(t_bwd, t_pe)` (srifty before issue 27) on the same profiles. "
             "Measured: rank 0's own timestamps, mean of the "
             f"{MEASURED} iteration intervals after {WARMUP} warm-up iterations (the last iteration, which writes "
@@ -687,6 +705,8 @@ def render(saved: dict[str, Any]) -> str:
     for number, earlier in enumerate(saved.get("earlier", []), start=1):
         table = _prediction_table(earlier["predictions"], earlier["measurements"])
         out += ["", f"Earlier run {number} (kept beside):", "", *table]
+    for stopped in saved.get("stopped", []):
+        out += ["", _stopped_line(stopped)]
     if pred or saved.get("earlier"):
         out += [
             "",

@@ -25,3 +25,20 @@ def test_the_line_says_how_far_the_same_cases_moved_between_runs() -> None:
     other = {**now, "earlier": [_run("then", {"a": 1.0, "b": 2.5}, {"a": [1.0], "b": [2.0]})]}
     assert end_to_end._repeatability_lines(other) == []  # other profiles: no floor to read
     assert end_to_end._repeatability_lines(now) == []
+
+
+def test_a_saved_profile_is_reused_only_within_the_hour_and_with_its_interference() -> None:
+    import dataclasses
+    import datetime as dt
+
+    from tests.factories import synthetic_profile
+    from tests.test_interference import measurement
+
+    measured_at = dt.datetime(2026, 12, 4, 16, 0, tzinfo=dt.UTC)
+    profile = synthetic_profile(created_at=measured_at.isoformat()).with_changes(interference=measurement())
+    half_hour = measured_at.timestamp() + 1800
+    assert end_to_end.stale_reason(profile, half_hour) is None
+    assert "measured 5.5 h ago" in str(end_to_end.stale_reason(profile, measured_at.timestamp() + 5.5 * 3600))
+    assert "no interference" in str(end_to_end.stale_reason(profile.with_changes(interference=None), half_hour))
+    unreadable = dataclasses.replace(profile, created_at="yesterday")
+    assert "unreadable" in str(end_to_end.stale_reason(unreadable, half_hour))
