@@ -186,11 +186,18 @@ def stale_reason(profile: Profile, now_s: float) -> str | None:
     return None
 
 
+#: Profiles this process has measured: ``remeasure`` measures each once per run, so that a type shared by
+#: several cases is not measured again for each, overwriting the profile an earlier case was predicted from.
+_MEASURED_THIS_RUN: set[Path] = set()
+
+
 def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: ProcessGuard, remeasure: bool) -> Path:
     """``srifty profile`` of the case's model under the type's CPU quota, unless ``out`` holds a profile
     measured on this machine within the last hour (:func:`stale_reason`; one from elsewhere, or of an unknown
-    machine, is measured again)."""
+    machine, is measured again); with ``remeasure``, measured again once in this process, then reused."""
     path = profile_path(case, host, out)
+    if path.resolve() in _MEASURED_THIS_RUN:
+        return path
     if path.exists() and not remeasure:
         try:
             existing = load_profile(path)
@@ -212,6 +219,7 @@ def profile_type(case: Case, host: Host, cgroup: Path, out: Path, guard: Process
     proc = guard.popen(args, stdout=subprocess.DEVNULL, preexec_fn=joining(cgroup), start_new_session=True)
     if proc.wait() != 0:
         raise RuntimeError(f"{case.name}: `{' '.join(args[2:])}` failed with exit code {proc.returncode}")
+    _MEASURED_THIS_RUN.add(path.resolve())
     return path
 
 

@@ -701,6 +701,7 @@ def render(saved: dict[str, Any]) -> str:
             "shared).",
             "",
             *_prediction_table(pred, meas),
+            *(["", pred["remark"]] if pred.get("remark") else []),
         ]
     for number, earlier in enumerate(saved.get("earlier", []), start=1):
         table = _prediction_table(earlier["predictions"], earlier["measurements"])

@@ -42,3 +42,18 @@ def test_a_saved_profile_is_reused_only_within_the_hour_and_with_its_interferenc
     assert "no interference" in str(end_to_end.stale_reason(profile.with_changes(interference=None), half_hour))
     unreadable = dataclasses.replace(profile, created_at="yesterday")
     assert "unreadable" in str(end_to_end.stale_reason(unreadable, half_hour))
+
+
+def test_remeasure_measures_a_type_once_per_run(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A type shared by several cases is measured once, not once per case (which overwrote the profile an
+    earlier case had been predicted from)."""
+
+    class NoProcesses:
+        def popen(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            raise AssertionError("measured again")
+
+    case = end_to_end.CASES[0]
+    path = end_to_end.profile_path(case, case.hosts[0], tmp_path)
+    monkeypatch.setattr(end_to_end, "_MEASURED_THIS_RUN", {path.resolve()})
+    got = end_to_end.profile_type(case, case.hosts[0], tmp_path, tmp_path, NoProcesses(), True)  # type: ignore[arg-type]
+    assert got == path
