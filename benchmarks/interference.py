@@ -117,8 +117,8 @@ def render() -> str:
 BEFORE = (
     "Before (the same command over the profiles measured on the Zen 5, commit 2a9765b): mean |error| of the DDP "
     "overlap 22% with the measured factors, 29% with perfect overlap; train_resnet:model's backward slowed x1.42 "
-    "[1.13–1.78] at 0.3 cores and x2.01 at 0.6 (x1.96 and x1.73 here). The factors are measured again with every "
-    "profile, on the machine that runs the job."
+    "[1.13–1.78] at 0.3 cores and x2.01 at 0.6. The factors are measured again with every profile, on the machine "
+    "that runs the job."
 )
 
 
