@@ -7,8 +7,9 @@ their average: it cannot know the draw before the job starts. Here each case is 
 bandwidth scaled by its draw's slowest link over its family's training average (gloo's allreduce ran at 0.84 to
 0.89 of the slowest link in every training allocation, so the bandwidth is taken to scale with it), beside
 srifty's prediction from the same saved profiles with this commit's simulator (the benchmark's own predictions
-can differ: made with the simulator of their day, and a profile may have been measured again since). Prints; writes nothing: ``python -m benchmarks.allocation_draw``
-(seconds; reads the saved profiles and runs of ``benchmarks.end_to_end`` and ``benchmarks.multihost_resnet``).
+can differ: made with the simulator of their day, and a profile may have been measured again since). Prints;
+writes nothing: ``python -m benchmarks.allocation_draw`` (seconds; reads the saved profiles and runs of
+``benchmarks.end_to_end`` and ``benchmarks.multihost_resnet``).
 """
 
 from __future__ import annotations
