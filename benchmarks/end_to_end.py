@@ -543,14 +543,12 @@ def render(saved: dict[str, Any], elapsed_s: float, repredicted: bool) -> str:
 
 def _mape_parts(predictions: dict[str, Any], measurements: dict[str, Any]) -> str:
     """``name a% (largest b%)`` for srifty with and without the measured interference and APM, one run."""
-    truth: dict[str, list[float]] = {}
-    for row in measurements["rows"]:
-        truth.setdefault(row["case"], []).append(row["measured_s"])
+    truth = _case_means(measurements)
     parts = []
     names = (("srifty_perfect_s", "srifty, perfect overlap"), ("srifty_s", "srifty, measured interference"),
              ("apm_s", "APM"))  # fmt: skip
     for key, name in names:
-        errors = [abs(_pct(r[key], statistics.fmean(truth[r["case"]]))) for r in predictions["rows"]
+        errors = [abs(_pct(r[key], truth[r["case"]])) for r in predictions["rows"]
                   if r["case"] in truth and key in r]  # fmt: skip
         if errors:
             parts.append(f"{name} {statistics.fmean(errors):.1f}% (largest {max(errors):.1f}%)")
@@ -582,6 +580,7 @@ def _earlier_lines(saved: dict[str, Any]) -> list[str]:
 
 
 def _case_means(measurements: dict[str, Any]) -> dict[str, float]:
+    """Each case's measured mean iteration time (s) over a run's repetitions."""
     truth: dict[str, list[float]] = {}
     for row in measurements["rows"]:
         truth.setdefault(row["case"], []).append(row["measured_s"])

@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 
 from benchmarks.common import ROOT, machine_description, write_section
-from benchmarks.interference import ddp_check
+from benchmarks.interference import H200_PROFILE_GLOB, ddp_check
 from srifty.compute import Profile, calibrated_profile, estimate_profile, load_profile
 from srifty.compute.bundled import profile_filename
 from srifty.compute.estimate import resolve_gpu
@@ -58,7 +58,7 @@ def calibrated_models() -> set[str]:
 
 def measured_profiles() -> list[Profile]:
     """The H200 profiles of :data:`benchmarks.h200_profiles.MODELS` (the small first runs left out)."""
-    return [load_profile(p) for p in sorted(FOLDER.glob("*__h200.json"))]
+    return [load_profile(p) for p in sorted(FOLDER.glob(H200_PROFILE_GLOB))]
 
 
 def cpu_source(model: str) -> tuple[Profile, str]:

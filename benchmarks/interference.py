@@ -22,13 +22,14 @@ from srifty.compute import InterferenceRepetition, Profile, load_profile
 from srifty.sim import simulate_allreduce, simulate_overlap
 
 SECTION = "Compute/communication interference (measured)"
+#: The H200 run's model profiles (its folder also holds smoke profiles and run records).
+H200_PROFILE_GLOB = "*__h200.json"
+#: Each folder read, with the names of its profiles.
 FOLDERS = (
-    ROOT / "benchmarks" / "results" / "end_to_end_profiles",
-    ROOT / "benchmarks" / "results" / "multihost_resnet_profiles",
-    ROOT / "benchmarks" / "results" / "h200_profiles",
+    (ROOT / "benchmarks" / "results" / "end_to_end_profiles", "*.json"),
+    (ROOT / "benchmarks" / "results" / "multihost_resnet_profiles", "*.json"),
+    (ROOT / "benchmarks" / "results" / "h200_profiles", H200_PROFILE_GLOB),
 )
-#: Profiles of a folder that are not one model's measurement (the H200 run's smoke profiles).
-SKIPPED_PREFIX = "smoke"
 
 
 def ddp_check(profile: Profile, rep: InterferenceRepetition) -> tuple[float, float]:
@@ -51,10 +52,8 @@ def rows() -> list[list[str]]:
     """One table row per profile with an interference measurement."""
     out = []
     checks: dict[str, dict[str, list[float]]] = {}  # by device: errors with the factors, with perfect overlap
-    for folder in FOLDERS:
-        for path in sorted(folder.glob("*.json")):
-            if path.name.startswith(SKIPPED_PREFIX) or path.name in ("runs.json", "runs_b.json"):
-                continue
+    for folder, pattern in FOLDERS:
+        for path in sorted(folder.glob(pattern)):
             profile = load_profile(path)
             m = profile.interference
             if m is None:
