@@ -14,10 +14,20 @@ op cases leave with it. Variants: which classes become targets, and their weight
 
 The fit's residual function is replaced for this process only (:func:`_with_op_cases`), so the package's
 calibration code is used as it is.
+
+``--pricing three-bottlenecks`` (issue 27, session 15) also replaces, for this process, how the GPU model prices a
+convolution or matrix product (:func:`three_bottleneck_phase_times_s`): the smooth maximum of three times, its
+arithmetic, its tensors' distinct bytes over the memory bandwidth (``mu.*``), and its operands' re-reads by tile
+over an on-chip feed rate (``intensity.*`` FLOPs per byte of the memory bandwidth), instead of the arithmetic
+against the sum of the two byte terms. The idea: a 1×1 convolution streams its tensors at about 0.8 of the
+bandwidth (the H200 profiles' per-op times) while the shipped model adds the operand term to them. ``--public``
+puts the public rows in the fit as the bundled calibration does, and reports their held-out MAPE too (about 5
+minutes a variant instead of 20-80 s). Figures: :mod:`srifty.compute.gemm`'s docstring.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import replace
 from multiprocessing import Pool
@@ -28,8 +38,8 @@ import numpy as np
 import srifty.compute.gpu_fit as gpu_fit
 from benchmarks.h200_report import FOLDER, cpu_source, kernel_seconds, records_by_class
 from srifty.catalog import load_catalog
-from srifty.compute import load_profile
-from srifty.compute.gpu_measurements import bundled_curves
+from srifty.compute import gpu_model, load_profile
+from srifty.compute.gpu_measurements import bundled_public_rows, bundled_released_curves
 from srifty.compute.gpu_model import GpuModelParams, phase_times_s, predict_ms, work_features
 
 PROFILED = ("resnet50", "vgg16", "mobilenet_v2", "hf-gpt2-small", "densenet121", "hf-bert-small",
@@ -85,6 +95,50 @@ def op_cases(stem: str, classes: frozenset[str], weight: float) -> list[gpu_fit.
     return out
 
 
+def _smax3(a: np.ndarray, b: np.ndarray, c: np.ndarray, p: float) -> np.ndarray:
+    top = np.maximum(np.maximum(np.maximum(a, b), c), 1e-15)
+    return top * ((a / top) ** p + (b / top) ** p + (c / top) ** p) ** (1.0 / p)
+
+
+def three_bottleneck_phase_times_s(
+    features: gpu_model.WorkFeatures, params: GpuModelParams
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """:func:`srifty.compute.gpu_model.phase_times_s` with each product's kernel time the smooth maximum (exponent
+    ``overlap_p``) of its arithmetic, its distinct bytes at ``mu`` of the bandwidth, and its operand re-reads
+    (FLOPs × the best tiles' edge / ``intensity``) at the generation's memory scale."""
+    v = params.values
+    compute_scale, memory_scale = params.scales(features.generation)
+    zero = np.zeros_like(features.batches)
+    host: dict[str, np.ndarray] = {}
+    kernel: dict[str, np.ndarray] = {}
+    overlap = float(v["overlap_p"])
+    for phase, f in features.phases.items():
+        k = zero.copy()
+        if len(f.flop_keys):
+            tiles, operand_traffic = gpu_model.tile_terms(f, params)
+            eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tiles
+            mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
+            intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
+            operands = f.flop_bw_s * operand_traffic / (intensity * memory_scale)
+            k = k + _smax3(f.flop_s / eta, f.flop_byte_s / mu, operands, overlap).sum(axis=0)
+        for name, seconds in f.byte_s.items():
+            k = k + seconds / (v[name] * memory_scale)
+        for name, count in f.kernels.items():
+            k = k + count * v[name]
+        kernel[phase] = k
+        host[phase] = zero + sum(count * v[name] for name, count in f.host_ops.items())
+    return host, kernel
+
+
+def use_three_bottlenecks() -> None:
+    """Price products by :func:`three_bottleneck_phase_times_s` in this process (and the fits' workers it forks),
+    with priors for what its parameters now mean: ``mu.conv`` a streaming efficiency (0.8), ``intensity.conv`` an
+    on-chip feed rate (30 FLOPs per byte of the memory bandwidth)."""
+    gpu_model.phase_times_s = three_bottleneck_phase_times_s
+    gpu_model.PRIORS["mu.conv"] = (0.8, 0.5)
+    gpu_model.PRIORS["intensity.conv"] = (30.0, 1.0)
+
+
 def _fit_without(group: str) -> tuple[str, GpuModelParams]:
     return group, gpu_fit.fit_params([c for c in _CASES if c.group != group])
 
@@ -102,12 +156,16 @@ def new_model_errors(stem: str, params: GpuModelParams) -> np.ndarray:
 
 
 def run_variant(
-    classes: frozenset[str] | None, weight: float, left_out: frozenset[str]
+    classes: frozenset[str] | None, weight: float, left_out: frozenset[str], public: bool = False
 ) -> tuple[float, dict, float, dict[str, Any]]:
     """``(released curves' held-out iteration MAPE, by model, the new models' held-out iteration MAPE, what the
-    fit without resnet50 says about it)``: its memory efficiencies and its signed iteration errors by batch."""
+    fit without resnet50 says about it)``: its memory efficiencies, its signed iteration errors by batch, and
+    (``public``: the public rows in the fit too) the public rows' held-out iteration MAPE."""
     global _CASES
-    _CASES = gpu_fit.build_cases(gpu_fit.GpuCalibrationData(bundled_curves(), ()))
+    # The released curves only: the 7 profiled models are predicted, never fitted on, as before they joined the
+    # bundled calibration's data.
+    dataset = gpu_fit.GpuCalibrationData(bundled_released_curves(), bundled_public_rows() if public else ())
+    _CASES = gpu_fit.build_cases(dataset)
     if classes is not None:
         for stem in PROFILED:
             if stem not in left_out:
@@ -115,25 +173,37 @@ def run_variant(
     groups = sorted({c.group for c in _CASES} | set(NEW))
     with Pool(2) as pool:
         fits = dict(pool.map(_fit_without, groups))
-    held = [gpu_fit.HeldOut(c, gpu_fit.predict_case_ms(c, fits[c.group])) for c in _CASES if c.kind == "h200"]
+    held = [
+        gpu_fit.HeldOut(c, gpu_fit.predict_case_ms(c, fits[c.group])) for c in _CASES if c.kind in ("h200", "public")
+    ]
     summary = gpu_fit.summarize(held)
     new = np.concatenate([np.abs(new_model_errors(m, fits[m])) for m in NEW])
     resnet50 = fits["resnet50"].values
     errors = next(h.errors("iter") for h in held if h.case.workload == "resnet50")
-    probe = {"mu.conv": resnet50["mu.conv"], "mu.norm": resnet50["mu.norm"], "errors": errors}
+    probe = {"mu.conv": resnet50["mu.conv"], "mu.norm": resnet50["mu.norm"], "errors": errors, "public": summary.public}
     return summary.h200["iter"], summary.h200_by_model, float(100 * new.mean()), probe
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pricing", choices=("shipped", "three-bottlenecks"), default="shipped")
+    parser.add_argument("--public", action="store_true", help="the public rows in the fit too (slower)")
+    parser.add_argument("--only", nargs="*", help="only the variants whose label starts with one of these")
+    args = parser.parse_args()
+    if args.pricing == "three-bottlenecks":
+        use_three_bottlenecks()
     gpu_fit._residuals = _with_op_cases(gpu_fit._residuals)  # this process only
     for label, classes, weight, left_out in VARIANTS:
-        released, by_model, new, probe = run_variant(classes, weight, left_out)
+        if args.only and not any(label.startswith(o) for o in args.only):
+            continue
+        released, by_model, new, probe = run_variant(classes, weight, left_out, args.public)
         worst = max(by_model, key=lambda k: by_model[k])
         errors = " ".join(f"{100 * e:+.0f}" for e in probe["errors"])
         print(
             f"{label}: released curves {released:.1f}% (worst {worst} {by_model[worst]:.1f}%, vgg16 "
             f"{by_model['vgg16']:.1f}%, resnet50 {by_model['resnet50']:.1f}%); new models {new:.1f}%; fit without "
-            f"resnet50: mu.conv {probe['mu.conv']:.2f}, mu.norm {probe['mu.norm']:.2f}, its errors by batch {errors}",
+            f"resnet50: mu.conv {probe['mu.conv']:.2f}, mu.norm {probe['mu.norm']:.2f}, its errors by batch {errors}"
+            + (f"; public rows {probe['public']:.1f}%" if args.public else ""),
             flush=True,
         )
 

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from srifty.catalog import load_catalog
-from srifty.compute import NumericSettings, default_gpu_calibration, load_gpu_calibration
+from srifty.compute import NumericSettings, default_gpu_calibration, load_gpu_calibration, load_profile
 from srifty.compute.gpu_fit import (
     Case,
+    GpuCalibrationData,
+    build_cases,
     cross_validate,
     fit_params,
     gpu_to_gpu_ms,
@@ -20,8 +22,17 @@ from srifty.compute.gpu_fit import (
     mape,
     summarize,
 )
+from srifty.compute.gpu_measurements import (
+    bundled_curves,
+    bundled_released_curves,
+    bundled_srifty_curves,
+    curves_from_profiles,
+    op_count_profile,
+    workload,
+)
 from srifty.compute.gpu_model import GpuModelParams, predict_ms, work_features
 from srifty.compute.work import OpRecord, OpWork
+from srifty.errors import ProfileError
 from tests.factories import synthetic_work
 
 SPECS = load_catalog().gpu_specs
@@ -115,3 +126,35 @@ def test_the_bundled_calibration_records_its_held_out_errors_and_round_trips(tmp
     assert 0 < calibration.expected_error("volta", gpu_sourced=True) < 1
     path = calibration.save(tmp_path / "cal.json")
     assert load_gpu_calibration(path) == calibration
+
+
+def test_the_bundled_srifty_curves_are_what_their_h200_profiles_measured() -> None:
+    profile = load_profile(Path(__file__).parents[1] / "benchmarks/results/h200_profiles/resnet34__h200.json")
+    made = curves_from_profiles([profile])
+    bundled = [c for c in bundled_srifty_curves() if c.model == "resnet34"]
+    assert [c.batch for c in made] == [c.batch for c in bundled] == [1, 8, 128, 1024]
+    for m, b in zip(made, bundled, strict=True):
+        for phase in ("fw", "bw", "step", "iter"):
+            assert m.ms[phase] == pytest.approx(b.ms[phase], rel=1e-5)
+            assert m.cv[phase] == pytest.approx(b.cv[phase], rel=1e-4, abs=1e-9)
+    assert made[-1].ms["iter"] == pytest.approx(profile.samples[-1].mean_ms("iter"))
+
+
+def test_a_cpu_profile_makes_no_gpu_curve() -> None:
+    with pytest.raises(ProfileError, match="not measured on a GPU"):
+        curves_from_profiles([op_count_profile("bundled/resnet18__cpu.json")])
+
+
+def test_every_bundled_h200_curve_is_a_case_of_its_own_model_group() -> None:
+    cases = [c for c in build_cases(GpuCalibrationData.bundled()) if c.kind == "h200"]
+    by_model = {c.workload: c for c in cases}
+    curve_models = {p.model for p in bundled_curves()}
+    released_curves = {p.model for p in bundled_released_curves()}
+    assert len(cases) == len(curve_models) == len(released_curves) + 7
+    assert {workload(key).h200_name for key in by_model} == curve_models
+    released_groups = {c.group for c in cases if workload(c.workload).h200_name in released_curves}
+    srifty_groups = {c.group for c in cases if workload(c.workload).h200_name not in released_curves}
+    assert len(srifty_groups) == 7 and not srifty_groups & released_groups
+    bert_small = by_model["bert_small_seq128"]
+    assert list(bert_small.features.batches) == [1, 8, 128, 1024]
+    assert bert_small.measured_ms["iter"][-1] > bert_small.measured_ms["iter"][0]

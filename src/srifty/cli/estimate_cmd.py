@@ -143,20 +143,22 @@ def calibrate_gpu_model(
     ] = None,
 ) -> None:
     """Refit the GPU model's efficiencies and overheads to real GPU measurements, and cross-validate them
-    leaving one model out (a minute or so). Use the file with `srifty profile estimate --calibration`.
+    leaving one model out (several minutes). Use the file with `srifty profile estimate --calibration`. The
+    curves of srifty's own H200 profiles (7 models, bundled) are always fitted; `--h200` replaces the others.
 
     Example: `srifty profile calibrate --h200 ../shared/data/reference/h200/h200_fp32.jsonl --public
     ../shared/data/reference/gpu_perf/throughput.csv --out gpu-calibration.json`.
     """
-    from srifty.compute import GpuCalibrationData, read_h200_jsonl, read_public_csv
+    from srifty.compute import GpuCalibrationData, bundled_srifty_curves, read_h200_jsonl, read_public_csv
     from srifty.compute import calibrate_gpu_model as fit
 
     bundled = GpuCalibrationData.bundled()
     dataset = GpuCalibrationData(
-        tuple(read_h200_jsonl(h200)) if h200 else bundled.curves,
+        tuple(read_h200_jsonl(h200)) + bundled_srifty_curves() if h200 else bundled.curves,
         tuple(read_public_csv(public)) if public else bundled.public,
         {
             "h200": str(h200) if h200 else bundled.sources["h200"],
+            "h200_srifty": bundled.sources["h200_srifty"],
             "public": str(public) if public else bundled.sources["public"],
         },
     )

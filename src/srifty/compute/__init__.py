@@ -34,7 +34,15 @@ from srifty.compute.gpu_fit import (
     default_gpu_calibration,
     load_gpu_calibration,
 )
-from srifty.compute.gpu_measurements import H200_GPU, op_count_profile, read_h200_jsonl, read_public_csv, workload
+from srifty.compute.gpu_measurements import (
+    H200_GPU,
+    bundled_srifty_curves,
+    curves_from_profiles,
+    op_count_profile,
+    read_h200_jsonl,
+    read_public_csv,
+    workload,
+)
 from srifty.compute.hf_configs import find_hf_config, missing_hf_config
 from srifty.compute.interference import InterferenceRepetition, OverlapFactors
 from srifty.compute.latency import LatencyModel, fit_latency_curve, fit_linear, fit_piecewise_linear
@@ -96,11 +104,13 @@ __all__ = [
     "batch_grid",
     "bundled_profile_paths",
     "bundled_profiles_for",
+    "bundled_srifty_curves",
     "calibrate_gpu_model",
     "calibrated_profile",
     "check_one_machine",
     "choose_source",
     "curve",
+    "curves_from_profiles",
     "default_calibration",
     "default_gpu_calibration",
     "estimate_from",

@@ -60,6 +60,23 @@ or without the targets (+25-50% as fitted now; +35-58% with normalisation and co
 first layer (k = 27: twice slower than priced) at once; a memory efficiency by shape, fitted on per-op times, is
 the next thing to try.
 
+Session 15 tried that idea in its simplest form and a second kind of data (``python -m benchmarks.gpu_op_targets
+--pricing three-bottlenecks [--public]``; figures leave one model out: released curves' iteration MAPE / worst
+model / public rows / the 7 profiled models, with the public rows in the fit; as shipped then 17.3% / vgg16 34.3% /
+19.1% / 12.8%). *Three bottlenecks*: a product's time the smooth maximum of its arithmetic, its distinct bytes at
+``mu`` of the bandwidth (0.8 for a 1×1 convolution, per the profiles' op times) and its operand re-reads by tile
+at an on-chip feed rate, instead of the arithmetic against the sum of the two byte terms: with the H200 curves
+only in the fit 19.4% / 12.8% (released / profiled), with normalisation targets 16.0% / 14.7%, with
+normalisation and convolution targets 15.3% / 13.5%; with the public rows, the last 16.6% / bert 29.4% / 21.1% /
+14.1%, and normalisation targets only 16.2% / bert 32.1% / 20.2% / 14.4%; normalisation and convolution targets
+with the shipped pricing 17.7% / 22.8% public / 14.1%. Each moves error from the released curves to the public
+rows and the profiled models; none was adopted. *The profiled models' whole-phase curves as data* (each left out
+with its model): 15.7% / vgg16 33.1% / 18.8% / 14.3%, over all 116 points of the 15 models 15.4% against 16.2%, and
+held-out BERT-base 21.7% → 11.5% (three more transformers in the fit): adopted, as more data for the same
+figures. With them, tensor-core split-K at 65,536 or 16,384 ``k`` steps (H200 data only) 17.9% and 19.2% against
+15.9%, vgg16 33.4% and 42.0%: vgg16's backward is not a weight gradient's idle SMs alone; three bottlenecks
+15.6% but public rows 33.0%.
+
 Pure numpy.
 """
 

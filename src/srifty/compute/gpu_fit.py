@@ -121,6 +121,7 @@ class GpuCalibrationData:
             bundled_public_rows(),
             {
                 "h200": "bundled h200_fp32_curves.csv (from shared reference/h200/h200_fp32.jsonl)",
+                "h200_srifty": "bundled h200_srifty_curves.csv (srifty's own H200 profiles of 7 models, issue 27)",
                 "public": "bundled public_training_rows.csv (from shared reference/gpu_perf/throughput.csv)",
             },
         )

@@ -1,10 +1,15 @@
 """The measurements the GPU model is calibrated on, and the op counts of the workloads they measured.
 
-Two sources, both real GPU measurements made by others (see ``data/calibration/README.md``):
+Three sources, all real GPU measurements (see ``data/calibration/README.md``):
 
 * **H200 curves**: per-batch forward, backward, step and iteration latency of 8 models on one H200, batch 1
-  to 1024 (PyTorch defaults: cuDNN convolutions in TF32, matmuls in FP32). Bundled as
+  to 1024 (PyTorch defaults: cuDNN convolutions in TF32, matmuls in FP32), measured by others. Bundled as
   ``h200_fp32_curves.csv`` (medians and spreads per batch) from the raw ``h200_fp32.jsonl``.
+* **srifty's own H200 profiles**: the same four phases of 7 other models (two CNNs with dense blocks or
+  depthwise convolutions, ResNet-34, ConvNeXt-T, and four transformers: ViT-B/16, BERT-small, GPT-2-small) at
+  the 4 batches ``srifty profile --device cuda`` probed (1, 8, 128, 1024) on a lent H200, same defaults.
+  Bundled as ``h200_srifty_curves.csv`` by :func:`curves_from_profiles` (issue 27: with them, the fit has
+  four transformers instead of one).
 * **Public training throughput**: single-GPU training figures from NVIDIA DeepLearningExamples and Lambda's
   deeplearning-benchmark, for the workloads srifty has op counts of (ResNet-50, BERT-base and BERT-large
   SQuAD fine-tuning, ResNeXt-101 32x4d). Bundled as ``public_training_rows.csv``.
@@ -39,6 +44,7 @@ from srifty.errors import ProfileError
 DATA_PACKAGE = "srifty.compute"
 CALIBRATION_DIR = ("data", "calibration")
 H200_CSV = "h200_fp32_curves.csv"
+SRIFTY_H200_CSV = "h200_srifty_curves.csv"
 PUBLIC_CSV = "public_training_rows.csv"
 H200_GPU = "H200"
 CURVE_PHASES = ("fw", "bw", "step", "iter")
@@ -109,6 +115,16 @@ WORKLOADS: tuple[Workload, ...] = (
         "calibration/resnext101-32x4d-bf16__cpu.json",
         public_names=((DLE, "ResNeXt101-32x4d (ImageNet)"),),
     ),
+    # srifty's own H200 profiles (``h200_srifty_curves.csv``); op counts from CPU profiles of the same models.
+    Workload("resnet34", "resnet34", "calibration/resnet34__cpu.json", h200_name="resnet34"),
+    Workload("densenet121", "densenet121", "calibration/densenet121__cpu.json", h200_name="densenet121"),
+    Workload(
+        "efficientnet_b0", "efficientnet_b0", "calibration/efficientnet_b0__cpu.json", h200_name="efficientnet_b0"
+    ),
+    Workload("convnext_tiny", "convnext_tiny", "calibration/convnext_tiny__cpu.json", h200_name="convnext_tiny"),
+    Workload("vit_b_16", "vit_b_16", "calibration/vit_b_16__cpu.json", h200_name="vit_b_16"),
+    Workload("bert_small_seq128", "bert-small", "bundled/hf-bert-small__cpu.json", h200_name="hf:bert-small"),
+    Workload("gpt2_small_seq128", "gpt2-small", "bundled/hf-gpt2-small__cpu.json", h200_name="hf:gpt2-small"),
 )
 
 # Reference GPU names (as the public files print them) -> srifty's datasheet rows.
@@ -343,9 +359,7 @@ def _bundled_text(name: str) -> str:
     return _data_file(*CALIBRATION_DIR, name).read_text(encoding="utf-8")
 
 
-@cache
-def bundled_curves() -> tuple[CurvePoint, ...]:
-    """The bundled H200 curves."""
+def _curves_from_csv(text: str) -> tuple[CurvePoint, ...]:
     return tuple(
         CurvePoint(
             model=r["model"],
@@ -354,8 +368,46 @@ def bundled_curves() -> tuple[CurvePoint, ...]:
             ms={ph: float(r[f"{ph}_ms"]) for ph in CURVE_PHASES},
             cv={ph: float(r[f"{ph}_cv"]) for ph in CURVE_PHASES},
         )
-        for r in csv.DictReader(io.StringIO(_bundled_text(H200_CSV)))
+        for r in csv.DictReader(io.StringIO(text))
     )
+
+
+@cache
+def bundled_released_curves() -> tuple[CurvePoint, ...]:
+    """The bundled H200 curves measured by others (``h200_fp32_curves.csv``: 8 models, batch 1-1024)."""
+    return _curves_from_csv(_bundled_text(H200_CSV))
+
+
+@cache
+def bundled_srifty_curves() -> tuple[CurvePoint, ...]:
+    """The bundled curves of srifty's own H200 profiles (``h200_srifty_curves.csv``: 7 models, 4 batches each)."""
+    return _curves_from_csv(_bundled_text(SRIFTY_H200_CSV))
+
+
+def bundled_curves() -> tuple[CurvePoint, ...]:
+    """Every bundled H200 curve: the released ones, then srifty's own profiles'."""
+    return bundled_released_curves() + bundled_srifty_curves()
+
+
+def curves_from_profiles(profiles: list[Profile]) -> list[CurvePoint]:
+    """Curve points of profiles measured on a GPU: per probed batch, the mean forward, backward, step and
+    iteration latency over its timed iterations, their coefficients of variation and how many there were.
+
+    Raises:
+        ProfileError: a profile that is an estimate, or was measured on a CPU.
+    """
+    points: list[CurvePoint] = []
+    for p in profiles:
+        if p.is_estimate or p.device.kind != "cuda":
+            raise ProfileError(
+                f"the profile of {p.model} was not measured on a GPU ({'an estimate' if p.is_estimate else 'a CPU'}); "
+                "only `srifty profile --device cuda` profiles make curve points"
+            )
+        for sample in p.samples:
+            ms = {ph: float(sample.mean_ms(ph)) for ph in CURVE_PHASES}
+            cv = {ph: float(sample.std_ms(ph)) / ms[ph] if ms[ph] > 0 else 0.0 for ph in CURVE_PHASES}
+            points.append(CurvePoint(p.model, int(sample.batch), int(p.timed_iters), ms, cv))
+    return points
 
 
 @cache
