@@ -242,6 +242,11 @@ def _plain_errors(plain: list[cal.HeldOut]) -> dict[tuple[str, str, str], list[f
     return out
 
 
+def _model_mape(held: list[cal.HeldOut], workload_key: str, phase: str) -> float:
+    """Held-out MAPE of one H200 curve's phase."""
+    return mape(next(list(h.errors(phase)) for h in held if h.case.kind == "h200" and h.case.workload == workload_key))
+
+
 def _h200_name(workload_key: str) -> str:
     return workload(workload_key).h200_name
 
@@ -571,9 +576,13 @@ def report() -> None:
         "the GPU's peak in different models. The products' shapes explain part of it (a 64-channel 1×1 layer",
         "fills half of a 128-wide tile and few waves of the SMs; vgg16's 512-channel 3×3 layers fill both), and",
         "that part is what the H200 figure gained; pricing operand traffic by tile (a small tile loads its",
-        "operands more often per FLOP) took vgg16's forward-pass error from 41% to 15%. Three things",
-        "remain. vgg16's backward pass is still 47% off (the TF32 convolution",
-        "efficiency `eta.conv.tensor` sits at its bound of 1). Split-K is not modelled on tensor",
+        "operands more often per FLOP) took vgg16's forward-pass error from 41% to 15%. Four things",
+        f"remain. vgg16's backward pass is still {pct(_model_mape(out['held'], 'vgg16', 'bw'))} off (the TF32",
+        f"convolution efficiency `eta.conv.tensor` is fitted at {calibration.params.values['eta.conv.tensor']:.3g},",
+        "against its bound of 1). ConvNeXt-T's backward is",
+        f"{pct(_model_mape(out['held'], 'convnext_tiny', 'bw'))} off: its 7×7 depthwise backward runs 14× slower on",
+        'the H200 than grouped convolutions are priced ("Profiles measured on a GPU (H200)", check 4), and no',
+        "other model has one. Split-K is not modelled on tensor",
         "cores (as modelled it scored worse held out, `srifty.compute.gemm`), so a weight gradient's few tiles",
         "are priced as leaving most SMs idle and the fitted backward tile efficiencies (0.02–0.3) are lower than",
         "real kernels reach: the fit leans on them for what else slows a backward pass, which is a fit, not a",

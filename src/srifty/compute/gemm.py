@@ -66,7 +66,7 @@ model / public rows / the 7 profiled models, with the public rows in the fit; as
 19.1% / 12.8%). *Three bottlenecks*: a product's time the smooth maximum of its arithmetic, its distinct bytes at
 ``mu`` of the bandwidth (0.8 for a 1×1 convolution, per the profiles' op times) and its operand re-reads by tile
 at an on-chip feed rate, instead of the arithmetic against the sum of the two byte terms: with the H200 curves
-only in the fit 19.4% / 12.8% (released / profiled), with normalisation targets 16.0% / 14.7%, with
+only in the fit 19.4% / 13.2% (released / profiled), with normalisation targets 16.0% / 14.7%, with
 normalisation and convolution targets 15.3% / 13.5%; with the public rows, the last 16.6% / bert 29.4% / 21.1% /
 14.1%, and normalisation targets only 16.2% / bert 32.1% / 20.2% / 14.4%; normalisation and convolution targets
 with the shipped pricing 17.7% / 22.8% public / 14.1%. Each moves error from the released curves to the public

@@ -5,11 +5,11 @@ Three sources, all real GPU measurements (see ``data/calibration/README.md``):
 * **H200 curves**: per-batch forward, backward, step and iteration latency of 8 models on one H200, batch 1
   to 1024 (PyTorch defaults: cuDNN convolutions in TF32, matmuls in FP32), measured by others. Bundled as
   ``h200_fp32_curves.csv`` (medians and spreads per batch) from the raw ``h200_fp32.jsonl``.
-* **srifty's own H200 profiles**: the same four phases of 7 other models (two CNNs with dense blocks or
-  depthwise convolutions, ResNet-34, ConvNeXt-T, and four transformers: ViT-B/16, BERT-small, GPT-2-small) at
-  the 4 batches ``srifty profile --device cuda`` probed (1, 8, 128, 1024) on a lent H200, same defaults.
-  Bundled as ``h200_srifty_curves.csv`` by :func:`curves_from_profiles` (issue 27: with them, the fit has
-  four transformers instead of one).
+* **srifty's own H200 profiles**: the same four phases of 7 other models (ResNet-34, DenseNet-121,
+  EfficientNet-B0, ConvNeXt-T and three transformers: ViT-B/16, BERT-small, GPT-2-small) at the 4 batches
+  ``srifty profile --device cuda`` probed (1, 8, 128, 1024) on a lent H200, same defaults. Bundled as
+  ``h200_srifty_curves.csv`` by :func:`curves_from_profiles` (issue 27: with them, the fit has four
+  transformers instead of one).
 * **Public training throughput**: single-GPU training figures from NVIDIA DeepLearningExamples and Lambda's
   deeplearning-benchmark, for the workloads srifty has op counts of (ResNet-50, BERT-base and BERT-large
   SQuAD fine-tuning, ResNeXt-101 32x4d). Bundled as ``public_training_rows.csv``.
