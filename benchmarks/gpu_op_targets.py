@@ -16,7 +16,7 @@ The fit's residual function is replaced for this process only (:func:`_with_op_c
 calibration code is used as it is.
 
 ``--pricing three-bottlenecks`` (issue 27, session 15) also replaces, for this process, how the GPU model prices a
-convolution or matrix product (:func:`three_bottleneck_phase_times_s`): the smooth maximum of three times, its
+convolution or matrix product (:func:`three_bottleneck_seconds`): the smooth maximum of three times, its
 arithmetic, its tensors' distinct bytes over the memory bandwidth (``mu.*``), and its operands' re-reads by tile
 over an on-chip feed rate (``intensity.*`` FLOPs per byte of the memory bandwidth), instead of the arithmetic
 against the sum of the two byte terms. The idea: a 1×1 convolution streams its tensors at about 0.8 of the
@@ -100,41 +100,26 @@ def _smax3(a: np.ndarray, b: np.ndarray, c: np.ndarray, p: float) -> np.ndarray:
     return top * ((a / top) ** p + (b / top) ** p + (c / top) ** p) ** (1.0 / p)
 
 
-def three_bottleneck_phase_times_s(
-    features: gpu_model.WorkFeatures, params: GpuModelParams
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """:func:`srifty.compute.gpu_model.phase_times_s` with each product's kernel time the smooth maximum (exponent
-    ``overlap_p``) of its arithmetic, its distinct bytes at ``mu`` of the bandwidth, and its operand re-reads
-    (FLOPs × the best tiles' edge / ``intensity``) at the generation's memory scale."""
+def three_bottleneck_seconds(
+    f: gpu_model.PhaseFeatures, params: GpuModelParams, compute_scale: float, memory_scale: float
+) -> np.ndarray:
+    """:func:`srifty.compute.gpu_model.flop_record_seconds` with each product's kernel time the smooth maximum
+    (exponent ``overlap_p``) of its arithmetic, its distinct bytes at ``mu`` of the bandwidth, and its operand
+    re-reads (FLOPs × the best tiles' edge / ``intensity``) at the generation's memory scale."""
     v = params.values
-    compute_scale, memory_scale = params.scales(features.generation)
-    zero = np.zeros_like(features.batches)
-    host: dict[str, np.ndarray] = {}
-    kernel: dict[str, np.ndarray] = {}
-    overlap = float(v["overlap_p"])
-    for phase, f in features.phases.items():
-        k = zero.copy()
-        if len(f.flop_keys):
-            tiles, operand_traffic = gpu_model.tile_terms(f, params)
-            eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tiles
-            mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
-            intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
-            operands = f.flop_bw_s * operand_traffic / (intensity * memory_scale)
-            k = k + _smax3(f.flop_s / eta, f.flop_byte_s / mu, operands, overlap).sum(axis=0)
-        for name, seconds in f.byte_s.items():
-            k = k + seconds / (v[name] * memory_scale)
-        for name, count in f.kernels.items():
-            k = k + count * v[name]
-        kernel[phase] = k
-        host[phase] = zero + sum(count * v[name] for name, count in f.host_ops.items())
-    return host, kernel
+    tiles, operand_traffic = gpu_model.tile_terms(f, params)
+    eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tiles
+    mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
+    intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
+    operands = f.flop_bw_s * operand_traffic / (intensity * memory_scale)
+    return _smax3(f.flop_s / eta, f.flop_byte_s / mu, operands, float(v["overlap_p"]))
 
 
 def use_three_bottlenecks() -> None:
-    """Price products by :func:`three_bottleneck_phase_times_s` in this process (and the fits' workers it forks),
+    """Price products by :func:`three_bottleneck_seconds` in this process (and the fits' workers it forks),
     with priors for what its parameters now mean: ``mu.conv`` a streaming efficiency (0.8), ``intensity.conv`` an
     on-chip feed rate (30 FLOPs per byte of the memory bandwidth)."""
-    gpu_model.phase_times_s = three_bottleneck_phase_times_s
+    gpu_model.flop_record_seconds = three_bottleneck_seconds
     gpu_model.PRIORS["mu.conv"] = (0.8, 0.5)
     gpu_model.PRIORS["intensity.conv"] = (30.0, 1.0)
 

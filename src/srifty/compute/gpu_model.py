@@ -390,6 +390,20 @@ def _smax(a: NDArray[np.float64], b: NDArray[np.float64], q: float) -> NDArray[n
     return top * ((a / top) ** q + (b / top) ** q) ** (1.0 / q)
 
 
+def flop_record_seconds(
+    f: PhaseFeatures, params: GpuModelParams, compute_scale: float, memory_scale: float
+) -> NDArray[np.float64]:
+    """Kernel seconds of each FLOP-carrying record of a phase (records × batches, launch costs not included):
+    ``smax_p(F / (η · tiles · P), (M + F · edge / I) / (μ · BW))`` (the module docstring)."""
+    v = params.values
+    tiles, operand_traffic = tile_terms(f, params)
+    eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tiles
+    mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
+    intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
+    traffic = (f.flop_byte_s + f.flop_bw_s * operand_traffic / intensity) / mu
+    return _smax(f.flop_s / eta, traffic, float(v["overlap_p"]))
+
+
 def phase_times_s(
     features: WorkFeatures, params: GpuModelParams
 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]]]:
@@ -399,16 +413,10 @@ def phase_times_s(
     zero = np.zeros_like(features.batches)
     host: dict[str, NDArray[np.float64]] = {}
     kernel: dict[str, NDArray[np.float64]] = {}
-    overlap = float(v["overlap_p"])
     for phase, f in features.phases.items():
         k = zero.copy()
         if len(f.flop_keys):
-            tiles, operand_traffic = tile_terms(f, params)
-            eta = np.array([v[name] for name in f.flop_keys])[:, None] * compute_scale * tiles
-            mu = np.array([v[name] for name in f.flop_mu_keys])[:, None] * memory_scale
-            intensity = np.array([v[name] for name in f.flop_intensity_keys])[:, None]
-            traffic = (f.flop_byte_s + f.flop_bw_s * operand_traffic / intensity) / mu
-            k = k + _smax(f.flop_s / eta, traffic, overlap).sum(axis=0)
+            k = k + flop_record_seconds(f, params, compute_scale, memory_scale).sum(axis=0)
         for name, seconds in f.byte_s.items():
             k = k + seconds / (v[name] * memory_scale)
         for name, count in f.kernels.items():
