@@ -247,15 +247,6 @@ def _model_mape(held: list[cal.HeldOut], workload_key: str, phase: str) -> float
     return mape(next(list(h.errors(phase)) for h in held if h.case.kind == "h200" and h.case.workload == workload_key))
 
 
-def _h200_name(workload_key: str) -> str:
-    return workload(workload_key).h200_name
-
-
-def _in_source(workload_key: str, source: str, released: set[str]) -> bool:
-    """Whether an H200 case belongs to ``source``: ``released`` curves, ``srifty``'s own profiles, or ``all``."""
-    return source == "all" or (_h200_name(workload_key) in released) == (source == "released")
-
-
 def h200_section(held: list[cal.HeldOut], plain: list[cal.HeldOut]) -> tuple[list[str], dict[str, float]]:
     without = _plain_errors(plain)
     lines = [
@@ -264,51 +255,45 @@ def h200_section(held: list[cal.HeldOut], plain: list[cal.HeldOut]) -> tuple[lis
         "|---|---|---|---|---|---|---|---|---|",
     ]
     released = {p.model for p in bundled_released_curves()}
+    # Per group ("released", "srifty", "all"): each column's pooled errors, and each model's iteration MAPE.
     pooled: dict[tuple[str, str], list[float]] = defaultdict(list)
-    before_all: dict[str, list[float]] = defaultdict(list)
+    model_iter: dict[str, list[float]] = defaultdict(list)
     rows: dict[str, list[str]] = {"released": [], "srifty": []}
     for h in (h for h in held if h.case.kind == "h200"):
-        source = "released" if _h200_name(h.case.workload) in released else "srifty"
+        source = "released" if workload(h.case.workload).h200_name in released else "srifty"
         before = roofline_before(h.case)
-        b_err = list(before["iter"] / h.case.measured_ms["iter"] - 1)
+        columns = {
+            "before": list(before["iter"] / h.case.measured_ms["iter"] - 1),
+            "without": without[("h200", h.case.workload, h.case.gpu)],
+            **{ph: list(h.errors(ph)) for ph in ("fw", "bw", "step", "iter")},
+        }
         for key in (source, "all"):
-            before_all[key] += b_err
-        cells = []
-        for ph in ("fw", "bw", "step", "iter"):
-            errs = list(h.errors(ph))
-            for key in (source, "all"):
-                pooled[(key, ph)] += errs
-            cells.append(pct(mape(errs)))
+            for column, errs in columns.items():
+                pooled[(key, column)] += errs
+            model_iter[key].append(mape(columns["iter"]))
         signed = " ".join(f"{100 * e:+.0f}" for e in h.errors("iter"))
         span = (
             ", ".join(str(int(b)) for b in h.case.features.batches)
             if source == "srifty"
             else (f"{int(h.case.features.batches[0])}–{int(h.case.features.batches[-1])}")
         )
-        plain_cell = pct(mape(without[("h200", h.case.workload, h.case.gpu)]))
         rows[source].append(
-            f"| {h.case.workload} | {span} | {pct(mape(b_err))} | {plain_cell} | "
-            + " | ".join(cells)
+            f"| {h.case.workload} | {span} | {pct(mape(columns['before']))} | {pct(mape(columns['without']))} | "
+            + " | ".join(pct(mape(columns[ph])) for ph in ("fw", "bw", "step", "iter"))
             + f" | {signed} |"
         )
     means: dict[str, float] = {}
     labels = {"released": "released curves (8 models)", "srifty": "srifty's H200 profiles (7 models)", "all": "all 15"}
     for key in ("released", "srifty", "all"):
         lines += rows.get(key, [])
-        m = {ph: mape(pooled[(key, ph)]) for ph in ("fw", "bw", "step", "iter")}
-        plain_key = [e for h in plain if h.case.kind == "h200" and _in_source(h.case.workload, key, released)
-                     for e in h.errors("iter")]  # fmt: skip
+        m = {c: mape(pooled[(key, c)]) for c in ("before", "without", "fw", "bw", "step", "iter")}
         lines.append(
-            f"| **{labels[key]}** | | {pct(mape(before_all[key]))} | {pct(mape(plain_key))} | {pct(m['fw'])} "
+            f"| **{labels[key]}** | | {pct(m['before'])} | {pct(m['without'])} | {pct(m['fw'])} "
             f"| {pct(m['bw'])} | {pct(m['step'])} | **{pct(m['iter'])}** | |"
         )
         suffix = "" if key == "released" else f"_{key}"
-        means.update({f"{ph}{suffix}": v for ph, v in m.items()})
-        means[f"without{suffix}"] = mape(plain_key)
-        means[f"before{suffix}"] = mape(before_all[key])
-        errors = [mape(list(h.errors("iter"))) for h in held if h.case.kind == "h200"
-                  and _in_source(h.case.workload, key, released)]  # fmt: skip
-        means[f"worst{suffix}"] = max(errors) if errors else float("nan")
+        means.update({f"{c}{suffix}": v for c, v in m.items()})
+        means[f"worst{suffix}"] = max(model_iter[key]) if model_iter[key] else float("nan")
     return lines, means
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import replace
+from functools import cache
 
 import numpy as np
 
@@ -58,13 +59,18 @@ def calibrated_models() -> set[str]:
     return {op_count_profile(src).model for src in sources}
 
 
+@cache
+def _bundled_cases() -> tuple[gpu_fit.Case, ...]:
+    """The bundled calibration's cases, built once for every held-out refit."""
+    return tuple(gpu_fit.build_cases(gpu_fit.GpuCalibrationData.bundled()))
+
+
 def held_out_calibration(model: str) -> GpuCalibration:
     """The bundled calibration refitted on its own data without ``model``'s group (the profiled model's curve and
     anything else of the same model), as leave-one-model-out fits it."""
     group = next(w.group for w in WORKLOADS if w.h200_name == model)
-    cases = gpu_fit.build_cases(gpu_fit.GpuCalibrationData.bundled())
-    bundled = default_gpu_calibration()
-    return replace(bundled, params=gpu_fit.fit_params([c for c in cases if c.group != group]))
+    cases = [c for c in _bundled_cases() if c.group != group]
+    return replace(default_gpu_calibration(), params=gpu_fit.fit_params(cases))
 
 
 def measured_profiles() -> list[Profile]:
