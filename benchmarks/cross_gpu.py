@@ -44,7 +44,9 @@ from srifty.compute.gpu_measurements import bundled_released_curves
 RESULTS = ROOT / "benchmarks" / "results"
 ROWS_CSV = RESULTS / "cross_gpu_rows.csv"
 WORKLOAD_DIR = ROOT / "src" / "srifty" / "compute" / "data" / "calibration" / "workloads"
-TARGET_H200, TARGET_PUBLIC, TARGET_GPU_MAX, TARGET_GPU_SOURCED = 20.0, 20.0, 35.0, 12.0
+# Issue 27's goals (leave one model out): H200 iteration MAPE and its worst model, public rows, GPU-sourced FP32;
+# no GPU of the public rows above TARGET_GPU_MAX is an earlier target, kept as a flag.
+TARGET_H200, TARGET_H200_WORST, TARGET_PUBLIC, TARGET_GPU_MAX, TARGET_GPU_SOURCED = 15.0, 30.0, 15.0, 35.0, 10.0
 
 # Calibration workloads not bundled as srifty's default profiles: (file stem, model, precision, CPU batch cap,
 # probes). BERT-large runs a different op sequence at batch 1 than at 2, so its op counts need batches 2 and 4.
@@ -490,10 +492,11 @@ def report() -> None:
         "BERT-small and GPT-2-small at 128 tokens): with them the fit has four transformers instead of one.",
         "",
         "Issue 27, before → after the shapes (this command, both leave-one-model-out, released curves): H200",
-        f"CPU-sourced iteration {pct(h200['without'])} → **{pct(h200['iter'])}** (goal ≤ 15%, worst model",
-        f"{pct(h200['worst'])}, goal ≤ 30%); public rows {pct(public['without'])} → **{pct(public['overall'])}**",
-        f"(goal ≤ 15%); GPU-sourced FP32/TF32 {pct(plain_sourced)} → **{pct(sourced.get('fp32', float('nan')))}**",
-        "(goal ≤ 10%). The shapes' variants (tiles, split-K, SIMT pricing, operand",
+        f"CPU-sourced iteration {pct(h200['without'])} → **{pct(h200['iter'])}** (goal ≤ {TARGET_H200:.0f}%, "
+        f"worst model {pct(h200['worst'])}, goal ≤ {TARGET_H200_WORST:.0f}%); public rows {pct(public['without'])}",
+        f"→ **{pct(public['overall'])}** (goal ≤ {TARGET_PUBLIC:.0f}%); GPU-sourced FP32/TF32 {pct(plain_sourced)}",
+        f"→ **{pct(sourced.get('fp32', float('nan')))}** (goal ≤ {TARGET_GPU_SOURCED:.0f}%). The shapes' variants",
+        "(tiles, split-K, SIMT pricing, operand",
         "traffic by tile) were chosen on leave-one-model-out figures (`srifty.compute.gemm` lists them), so",
         "*after* is optimistic by that choice; *without shapes* had no such choice made for it.",
         "",
@@ -519,13 +522,15 @@ def report() -> None:
         f"| {pct(h200['iter'])} | {pct(h200['worst'])} | {pct(public['overall'])} "
         f"| {pct(sourced.get('fp32', float('nan')))} |",
         "",
-        f"**H200 curves, CPU-sourced** (target ≤ {TARGET_H200:.0f}% iteration MAPE over every measured batch of",
-        f"the released curves): **{pct(h200['iter'])}** after, {pct(h200['before'])} before; srifty's profiles",
+        f"**H200 curves, CPU-sourced** (goal ≤ {TARGET_H200:.0f}% iteration MAPE over every measured batch of",
+        f"the released curves, no model above {TARGET_H200_WORST:.0f}%): **{pct(h200['iter'])}** after,",
+        f"{pct(h200['before'])} before; srifty's profiles",
         f"{pct(h200['iter_srifty'])}; all 15 {pct(h200['iter_all'])}.",
         "",
         *h200_lines,
         "",
-        f"**Public rows, CPU-sourced** (target ≤ {TARGET_PUBLIC:.0f}% overall, no GPU above {TARGET_GPU_MAX:.0f}%):",
+        f"**Public rows, CPU-sourced** (goal ≤ {TARGET_PUBLIC:.0f}% overall; earlier target: no GPU above "
+        f"{TARGET_GPU_MAX:.0f}%):",
         f"**{pct(public['overall'])}** overall after ({pct(public['before'])} before); worst GPU {worst_gpu}",
         f'{pct(worst_mape)}. ⚠ marks GPUs above {TARGET_GPU_MAX:.0f}%. Published "FP32" on Ampere and later is',
         "priced as TF32 for convolutions and matrix products (NGC containers set",
@@ -533,7 +538,7 @@ def report() -> None:
         "",
         *public_lines,
         "",
-        f"**GPU-sourced** (H200 → other GPUs, ResNet-50 public rows; target ≤ {TARGET_GPU_SOURCED:.0f}%, Habitat",
+        f"**GPU-sourced** (H200 → other GPUs, ResNet-50 public rows; goal ≤ {TARGET_GPU_SOURCED:.0f}%, Habitat",
         f"reports 11.8%): FP32/TF32 rows **{pct(sourced.get('fp32', float('nan')))}** after",
         f"({pct(sourced.get('fp32_before', float('nan')))} before); AMP rows {pct(sourced.get('amp', float('nan')))}",
         f"({pct(sourced.get('amp_before', float('nan')))} before). The estimate scales the H200's *measured*",
