@@ -68,7 +68,7 @@ def test_a_stopped_end_to_end_benchmark_leaves_nothing_behind(profiles_dir: Path
     env = {**os.environ, mark: "1", "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
     command = [
         sys.executable, "-m", "benchmarks.end_to_end", "--only", "tiny 2x", "--iters", "1000000",
-        "--no-write", "--profiles-dir", str(profiles_dir),
+        "--no-write", "--no-probe", "--profiles-dir", str(profiles_dir),
     ]  # fmt: skip
     proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run_name = register_testbed(f"e{proc.pid % 100000}")  # a failed test's namespaces are taken down too

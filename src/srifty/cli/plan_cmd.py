@@ -11,7 +11,7 @@ from rich.text import Text
 
 from srifty.cli.console import err, out, styled
 from srifty.cli.plan_promise import promise_table
-from srifty.errors import InfeasiblePlanError, SpecError
+from srifty.errors import InfeasiblePlanError, SpecError, SriftyError
 from srifty.plan import Plan, Scored, count_text, get_method, planning_methods
 from srifty.units import usd_text
 
@@ -401,6 +401,14 @@ def simulate_command(
     seed: Annotated[int | None, typer.Option(help="Seed (default: the spec's).")] = None,
     transfers: Annotated[str, typer.Option(help="bucket (DDP buckets) or layer (per parameter).")] = "bucket",
     overlap: Annotated[str, typer.Option(help="fair_share (the paper's) or sequential.")] = "fair_share",
+    allocation_probes: Annotated[
+        Path | None,
+        typer.Option(
+            "--allocation-probes",
+            help="A probe set of the VMs the job runs on (srifty probe on them, sizes above the MTU): predict "
+            "for this allocation instead of an average one.",
+        ),
+    ] = None,
 ) -> None:
     """Predict the iteration time of one configuration."""
     import numpy as np
@@ -424,7 +432,18 @@ def simulate_command(
         raise SpecError(f"--config: {error}") from None
     inputs = resolve(spec, catalog, [g.instance for g in parsed.groups])
     require_fits(parsed, inputs.profiles, "--config")
-    sim = Simulator(inputs.profiles, inputs.net_model, SimOptions(iters=iters, transfers=transfers, overlap=overlap))  # type: ignore[arg-type]
+    net_model = inputs.net_model
+    probed = None
+    if allocation_probes is not None:
+        from srifty.network import read_probes
+        from srifty.sim import AllocationModel, probe_allocation
+
+        try:
+            probed = probe_allocation(net_model, read_probes(allocation_probes), [g.instance for g in parsed.groups])
+        except SriftyError as error:
+            raise SpecError(f"--allocation-probes {allocation_probes}: {error}") from None
+        net_model = AllocationModel(net_model, probed)
+    sim = Simulator(inputs.profiles, net_model, SimOptions(iters=iters, transfers=transfers, overlap=overlap))  # type: ignore[arg-type]
     r = sim.simulate(parsed, np.random.default_rng(spec.seed if seed is None else seed))
     table = Table(title=f"simulated: {r.config}", show_header=False)
     table.add_column("quantity")
@@ -448,6 +467,7 @@ def simulate_command(
         ("transfers / b_cap", f"{r.n_transfers} / {r.b_cap_bytes_per_s / 1e9:,.2f} GB/s"),
         ("slowest group", r.slowest_group),
         ("iteration model", r.iteration_model),
+        ("network", probed.summary() if probed is not None else "the model's (an average allocation)"),
     ]:
         table.add_row(name, value)
     out.print(table)

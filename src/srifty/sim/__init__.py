@@ -3,6 +3,7 @@
 Configurations themselves (:class:`~srifty.vocab.Config`) are shared vocabulary, in :mod:`srifty.vocab`.
 """
 
+from srifty.sim.allocation import AllocationModel, AllocationProbe, probe_allocation
 from srifty.sim.allreduce import AllreduceTrace, simulate_allreduce
 from srifty.sim.netquery import BusBandwidthModel, bus_cap_bytes_per_s, config_busbw_bytes_per_s, feature_frame
 from srifty.sim.overlap import simulate_overlap
@@ -10,6 +11,8 @@ from srifty.sim.result import SimResult
 from srifty.sim.simulator import SimOptions, Simulator, profile_for, simulate
 
 __all__ = [
+    "AllocationModel",
+    "AllocationProbe",
     "AllreduceTrace",
     "BusBandwidthModel",
     "SimOptions",
@@ -18,6 +21,7 @@ __all__ = [
     "bus_cap_bytes_per_s",
     "config_busbw_bytes_per_s",
     "feature_frame",
+    "probe_allocation",
     "profile_for",
     "simulate",
     "simulate_allreduce",
