@@ -63,6 +63,8 @@ from srifty.processes import pids_marked
 SECTION = "Multi-host iteration-time prediction and faults with resnet18 (testbed)"
 RESULTS = ROOT / "benchmarks" / "results" / "multihost_resnet.json"
 PROFILES = ROOT / "benchmarks" / "results" / "multihost_resnet_profiles"
+#: Each configuration's allocation probe (``srifty probe`` on its testbed hosts before the predictions).
+PROBES = ROOT / "benchmarks" / "results" / "multihost_resnet_probes"
 IMAGE = 64
 FAMILY = "g4dn.8xlarge"
 MODEL = "train_resnet:model"
@@ -195,7 +197,7 @@ def predict_all(guard: Any, remeasure: bool) -> dict[str, Any]:
     PROFILES.mkdir(parents=True, exist_ok=True)
     net, alpha_beta = e2e.scaled_models()
     rows = []
-    for case in CASES:
+    for index, case in enumerate(CASES):
         profiles = {}
         for host in case.hosts:
             key = e2e.emulated_type(case, host).name
@@ -204,7 +206,9 @@ def predict_all(guard: Any, remeasure: bool) -> dict[str, Any]:
                 path = e2e.profile_type(case, host, cgroup, PROFILES, guard, remeasure)
                 profiles[key] = load_profile(path)
         check_one_machine(profiles)
-        predicted = e2e.predict(case, profiles, net, alpha_beta)
+        PROBES.mkdir(parents=True, exist_ok=True)
+        probes = e2e.probe_allocation_of(case, SEED + index, PROBES, guard)  # the allocation its runs will get
+        predicted = e2e.predict(case, profiles, net, alpha_beta, probes)
         rows.append({"case": case.name, "config": e2e.config_of(case).notation(), "host_config": host_config(case),
                      **predicted})  # fmt: skip
         times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in predicted.items() if k.endswith("_s"))
@@ -514,6 +518,8 @@ PREDICTORS = (
     ("srifty_perfect_s", "srifty, perfect overlap"),
     ("srifty_s", "srifty"),
     ("srifty_after_s", "srifty now, after the runs"),
+    ("srifty_probed_perfect_s", "srifty, allocation probed, perfect overlap"),
+    ("srifty_probed_s", "srifty, allocation probed, measured interference"),
     ("apm_s", "APM"),
 )
 
@@ -692,7 +698,12 @@ def render(saved: dict[str, Any]) -> str:
             "earlier run 5 scaled the slowdowns by the exchange's rate, a hypothesis its runs refuted; since "
             "commit 5a9967a every type of a heterogeneous configuration finishes its share of the exchange at its "
             "own measured pace and the iteration waits for the last), *srifty, perfect "
-            "overlap* is the paper's `max(t_bwd, t_pe)` (srifty before issue 27) on the same profiles. "
+            "overlap* is the paper's `max(t_bwd, t_pe)` (srifty before issue 27) on the same profiles. Since "
+            "session 16 each configuration's allocation (the testbed's placement draw its runs get) is also probed "
+            "before the predictions are written (`srifty probe` on its hosts under their quotas, allreduce of "
+            "1-16 MiB; `benchmarks/results/multihost_resnet_probes/`), and *srifty, allocation probed* predicts "
+            "both ways with the bandwidth model corrected by that probe (`srifty.sim.allocation`, as `srifty "
+            'simulate --allocation-probes`; see "End-to-end iteration-time prediction"). '
             "Measured: rank 0's own timestamps, mean of the "
             f"{MEASURED} iteration intervals after {WARMUP} warm-up iterations (the last iteration, which writes "
             "the only checkpoint, left out). Forward per rank: each rank's median forward pass in the run (its "
