@@ -57,3 +57,23 @@ def test_remeasure_measures_a_type_once_per_run(tmp_path, monkeypatch) -> None: 
     monkeypatch.setattr(end_to_end, "_MEASURED_THIS_RUN", {path.resolve()})
     got = end_to_end.profile_type(case, case.hosts[0], tmp_path, tmp_path, NoProcesses(), True)  # type: ignore[arg-type]
     assert got == path
+
+
+def test_the_probed_table_scores_the_probed_predictions_and_is_left_out_without_them() -> None:
+    saved = _run("now", {"a": 1.0, "b": 2.0}, {"a": [1.0], "b": [2.0, 2.0]})
+    assert end_to_end._probed_lines(saved["predictions"], {"a": [], "b": []}, 5.0) == []
+    for row, probed in zip(saved["predictions"]["rows"], (1.1, 1.8), strict=True):
+        row |= {"srifty_probed_s": probed, "srifty_probed_perfect_s": probed * 0.5, "allocation_level": 0.9,
+                "allocation_saturated_gbps": 0.75}  # fmt: skip
+    by_case = {"a": saved["measurements"]["rows"][:1], "b": saved["measurements"]["rows"][1:]}
+    text = "\n".join(end_to_end._probed_lines(saved["predictions"], by_case, 5.0))
+    assert "| a | x0.90 | 0.750 | 1000 | 550 | -45.0% | 1100 | +10.0% |" in text
+    assert "measured interference 10.0% (largest 10.0%); APM, not probed, 5.0%." in text  # +10% and -10%
+    assert "no case off by more than 12%): missed." in text
+    for row in saved["predictions"]["rows"]:
+        row["apm_probed_after_s"] = row["srifty_probed_s"] * 2
+    saved["predictions"]["apm_probed_after"] = {"utc": "later"}
+    text = "\n".join(end_to_end._probed_lines(saved["predictions"], by_case, 5.0))
+    assert "| 1100 | +10.0% | 2200 | +120.0% |" in text
+    assert "same ceiling): 100.0% (largest 120.0%), computed after the runs" in text
+    assert "(`--probed-apm-after`, later): not a prediction made before them." in text

@@ -107,3 +107,17 @@ def test_prediction_table_averages_repetitions_and_shows_the_perfect_overlap_mod
     # over 12% on one configuration misses the goal whatever the mean
     off = [{**rows[0], "srifty_s": 1.13}]
     assert "misses" in "\n".join(mr._prediction_table({"written_utc": "t", "rows": off}, meas))
+
+
+def test_prediction_table_judges_the_probed_predictions_against_apm_with_the_same_probe() -> None:
+    base = {"case": "a", "config": "2xq@16", "host_config": "2xg@16", "srifty_s": 1.3, "apm_s": 1.2}
+    probed = {"srifty_probed_perfect_s": 0.9, "srifty_probed_s": 1.04, "apm_probed_s": 1.1}
+    run = {"measured_std_s": 0.1, "measured_median_s": 1.0, "forward_median_s_by_rank": {"0": 0.1}}
+    meas = {"rows": [{"case": "a", "measured_mean_s": 1.0, **run}], "machine": "m", "elapsed_s": 1.0}
+    text = "\n".join(mr._prediction_table({"written_utc": "t", "rows": [{**base, **probed}]}, meas))
+    assert "srifty, allocation probed, measured interference 4.0%" in text and "APM, allocation probed 10.0%" in text
+    assert "misses the issue's goal" in text  # the one-shot srifty is 30% off
+    assert "Once each allocation is probed: srifty with its measured interference meets the goal" in text
+    closer = {**probed, "apm_probed_s": 1.02}  # APM with the same probe closer still: not met
+    text = "\n".join(mr._prediction_table({"written_utc": "t", "rows": [{**base, **closer}]}, meas))
+    assert "probed: srifty with its measured interference misses the goal" in text
