@@ -12,6 +12,12 @@ probes of other allocations; its cloud-unit predictions divided by the emulation
 simulator is compared with APM (linear compute through the profiled batches, alpha-beta allreduce fitted
 on the same probe set, compute + communication without overlap, no variance).
 
+Each case's runs get one allocation (the testbed's placement draw from the case's seed). Before the
+predictions are written, that allocation is also probed (``srifty probe`` on its hosts under their CPU quotas,
+:data:`PROBE_ARGS`), and srifty and APM predict again with their bandwidth models corrected by the probe
+(:mod:`srifty.sim.allocation`): what a user can know once the VMs are up, which a plan made before cannot.
+``--no-probe`` skips it.
+
 Run as root: ``python -m benchmarks.end_to_end`` (about 20 minutes on 2 cores). Writes BENCHMARKS.md
 ("End-to-end iteration-time prediction") and ``benchmarks/results/end_to_end.json``. ``--repredict``
 (no root, seconds) keeps the last run's measurements and profiles and predicts them again with the current

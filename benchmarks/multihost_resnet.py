@@ -218,6 +218,7 @@ def predict_all(guard: Any, remeasure: bool) -> dict[str, Any]:
         "written_unix": now,
         "written_utc": datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds"),
         "machine": machine_description(),
+        "remeasured": remeasure,
         "rows": rows,
     }
 
@@ -598,7 +599,8 @@ def _prediction_table(pred: dict[str, Any], meas: dict[str, Any] | None) -> list
         repeats = max((len(v) for v in measured.values()), default=1)
         out += ["", f"Quotas applied by: {how}." + (f" Repetitions: {repeats} (every configuration once, then "
                 "again)." if repeats > 1 else "")]  # fmt: skip
-        out += ["", f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part predict` "
+        flag = " --remeasure" if pred.get("remeasured") else ""
+        out += ["", f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.multihost_resnet --part predict{flag}` "
                 f"({meas['elapsed_s']:.0f} s). Machine: {meas['machine']}."]  # fmt: skip
     return out
 
