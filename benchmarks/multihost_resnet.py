@@ -20,6 +20,11 @@ machinery, :mod:`benchmarks.end_to_end`: the embedded bandwidth model divided by
 its iteration time from rank 0's own per-iteration timestamps (the intervals after ``WARMUP`` iterations, the
 last one left out since it writes a checkpoint).
 
+``--part decompose`` (seconds, after a ``--part predict``): the last run's probed predictions again with each
+type's compute scaled to the pace its ranks computed at in the runs (:func:`decompose`): how much of each error
+was the profile's compute and how much the iteration and communication model's. It reads the runs, so it is a
+diagnostic, labelled as such, not a prediction.
+
 ``--part faults`` (about 8 min): 4 hosts of the 0.45-core type, no fault, a host vanishing, a partition and
 the controller killed with SIGKILL then ``srifty run --resume``; the figures of :mod:`benchmarks.multihost`.
 
@@ -55,6 +60,7 @@ from benchmarks import multihost as mh
 from benchmarks.common import ROOT, cpu_seconds, machine_description, others_cores, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.compute import check_one_machine, load_profile
+from srifty.compute.profile import PHASES, PhaseSamples, Profile
 from srifty.network import load_default_model
 from srifty.network import testbed as tb
 from srifty.network.testbed import down, family_from_catalog, up
@@ -451,13 +457,116 @@ def repredict(pred: dict[str, Any]) -> dict[str, Any]:
     return {**pred, "rows": rows, "repredicted": {"utc": now, "machine": machine_description()}}
 
 
+def run_compute_ratios(case: e2e.Case, runs: list[dict[str, Any]], profiles: dict[str, Any]) -> dict[str, float]:
+    """Per emulated type of ``case``: how fast its ranks computed in the runs against its profile, the median
+    over repetitions and the type's ranks of (the rank's median forward pass in the run / the profile's forward
+    pass at the rank's batch). Rank ``i`` is host ``i`` (one rank per host, in the host file's order).
+
+    Raises:
+        ValueError: a run without a rank's forward pass.
+    """
+    ratios: dict[str, list[float]] = {}
+    for rank, host in enumerate(case.hosts):
+        key = e2e.emulated_type(case, host).name
+        profile_ms = float(profiles[key].latency["fw"].predict_ms([host.batch])[0])
+        for run in runs:
+            forward_s = run.get("forward_median_s_by_rank", {}).get(str(rank))
+            if forward_s is None:
+                raise ValueError(f"{case.name}: a run has no forward pass of rank {rank}")
+            ratios.setdefault(key, []).append(forward_s * 1e3 / profile_ms)
+    return {key: statistics.median(values) for key, values in ratios.items()}
+
+
+def at_pace(profile: Profile, ratio: float) -> Profile:
+    """``profile`` with every compute time (its fitted curves and its raw samples, which APM fits) times
+    ``ratio``; the interference factors, memory and timeline shape unchanged."""
+
+    def scaled(s: PhaseSamples) -> PhaseSamples:
+        times: dict[str, Any] = {f"{phase}_ms": tuple(float(t) * ratio for t in s.values(phase)) for phase in PHASES}
+        return dataclasses.replace(s, **times)
+
+    samples = tuple(scaled(s) for s in profile.samples)
+    latency = {phase: curve.scaled(ratio) for phase, curve in profile.latency.items()}
+    return profile.with_changes(latency=latency, samples=samples)
+
+
+def decompose(saved: dict[str, Any]) -> dict[str, Any]:
+    """After the runs: the last run's predictions again with each type's compute (forward, backward, step)
+    scaled to the pace its ranks computed at in the runs (:func:`run_compute_ratios`), from the same profiles
+    and allocation probes. What is left of each error is the iteration and communication model's; the rest was
+    the profile's compute. Not a prediction: it reads the runs."""
+    pred, meas = saved["predictions"], saved["measurements"]
+    net, alpha_beta = e2e.scaled_models()
+    by_name = {case.name: case for case in CASES}
+    rows = []
+    for row in pred["rows"]:
+        case = by_name[row["case"]]
+        runs = [r for r in meas["rows"] if r["case"] == case.name]
+        probes = e2e.probe_path(case, PROBES)
+        if not runs or not probes.exists():
+            continue
+        profiles = e2e.saved_profiles(case, PROFILES)
+        ratios = run_compute_ratios(case, runs, profiles)
+        paced = {key: at_pace(profile, ratios[key]) for key, profile in profiles.items()}
+        again = e2e.predict(case, paced, net, alpha_beta, probes)
+        rows.append({"case": case.name, "compute_ratio_by_type": ratios, **{k: again[k] for k, _ in DECOMPOSED}})
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    return {"utc": now, "machine": machine_description(), "predictions_written_utc": pred["written_utc"], "rows": rows}
+
+
+#: The decomposition's predictors: key, column name.
+DECOMPOSED = (
+    ("srifty_probed_perfect_s", "srifty, probed, perfect overlap"),
+    ("srifty_probed_s", "srifty, probed, measured interference"),
+    ("apm_probed_s", "APM, probed"),
+)
+
+
+def _decomposed_lines(saved: dict[str, Any]) -> list[str]:
+    """The decomposition of the last run's errors (:func:`decompose`), if it was computed for that run."""
+    done, pred, meas = saved.get("decomposed"), saved.get("predictions"), saved.get("measurements")
+    if not done or not pred or not meas or done["predictions_written_utc"] != pred["written_utc"]:
+        return []
+    truth: dict[str, list[float]] = {}
+    for run in meas["rows"]:
+        truth.setdefault(run["case"], []).append(run["measured_mean_s"])
+    made = {row["case"]: row for row in pred["rows"]}
+    head = "| configuration | the runs' compute / the profile's | measured (ms) | "
+    head += "".join(
+        f"{name}, profiled compute | error | {name}, the runs' compute | error | " for _, name in DECOMPOSED
+    )
+    out = ["", "**What the errors are made of** (computed after the runs from them, not a prediction; `python -m "
+           f"benchmarks.multihost_resnet --part decompose`, {done['utc']}): the probed predictions again with each "
+           "type's compute (forward, backward and step) scaled to the pace its ranks computed at in the runs (their "
+           "median forward pass against the profile's at the same batch), from the same profiles and probes. "
+           "What remains is the iteration and communication model's error; the difference was the profile's "
+           "compute.", "", head, "|---|---|---|" + "---|---|---|---|" * len(DECOMPOSED)]  # fmt: skip
+    errors: dict[str, list[float]] = {}
+    for row in done["rows"]:
+        measured = statistics.fmean(truth[row["case"]])
+        ratios = ", ".join(f"{key} x{ratio:.2f}" for key, ratio in row["compute_ratio_by_type"].items())
+        cells = [row["case"], ratios, f"{measured * 1e3:.0f}"]
+        for key, _ in DECOMPOSED:
+            for label, value in (("profiled", made[row["case"]][key]), ("runs", row[key])):
+                error = _pct(value, measured)
+                errors.setdefault(f"{key}/{label}", []).append(abs(error))
+                cells += [f"{value * 1e3:.0f}", f"{error:+.1f}%"]
+        out.append("| " + " | ".join(cells) + " |")
+    summary = "; ".join(
+        f"{name} {statistics.fmean(errors[key + '/profiled']):.1f}% -> {statistics.fmean(errors[key + '/runs']):.1f}% "
+        f"(largest {max(errors[key + '/runs']):.1f}%)"
+        for key, name in DECOMPOSED
+    )
+    return [*out, "", f"MAPE, profiled compute -> the runs' compute: {summary}."]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
         "--part",
-        choices=["predict", "faults", "comm", "overlap", "repredict"],
-        help="predict and measure 2/3/4 hosts, faults, comm, overlap on the link, or predict the last run again "
-        "with this commit's model",
+        choices=["predict", "faults", "comm", "overlap", "repredict", "decompose"],
+        help="predict and measure 2/3/4 hosts, faults, comm, overlap on the link, predict the last run again "
+        "with this commit's model, or decompose its errors with the runs' own compute pace (no root, seconds)",
     )
     parser.add_argument("--remeasure", action="store_true", help="profile again even if this machine's exist")
     parser.add_argument("--repeats", type=int, default=3, help="--part predict: repetitions of every configuration")
@@ -467,8 +576,10 @@ def main() -> None:
     if not args.from_results:
         if args.part is None:
             parser.error("give --part predict or --part faults (each about 6-8 min), or --from-results")
-        if args.part == "repredict" and "predictions" not in saved:
-            parser.error(f"--part repredict needs a run's predictions in {RESULTS}; run --part predict first")
+        if args.part in ("repredict", "decompose") and "predictions" not in saved:
+            parser.error(f"--part {args.part} needs a run's predictions in {RESULTS}; run --part predict first")
+        if args.part == "decompose" and "measurements" not in saved:
+            parser.error(f"--part decompose needs the last run's measurements in {RESULTS}; run --part predict first")
         os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "examples"), str(ROOT / "src"), str(ROOT)])
         started = time.perf_counter()
         with e2e.cleaned_up() as guard:
@@ -484,6 +595,8 @@ def main() -> None:
                                          "elapsed_s": time.perf_counter() - started}  # fmt: skip
             elif args.part == "repredict":
                 saved["predictions"] = repredict(saved["predictions"])
+            elif args.part == "decompose":
+                saved["decomposed"] = decompose(saved)
             elif args.part == "comm":
                 saved["comm"] = {"rows": run_comm(guard), "machine": machine_description(),
                                  "elapsed_s": time.perf_counter() - started}  # fmt: skip
@@ -724,6 +837,7 @@ def render(saved: dict[str, Any]) -> str:
             "shared).",
             "",
             *_prediction_table(pred, meas),
+            *_decomposed_lines(saved),
             *(["", pred["remark"]] if pred.get("remark") else []),
         ]
     for number, earlier in enumerate(saved.get("earlier", []), start=1):

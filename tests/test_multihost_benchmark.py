@@ -4,9 +4,15 @@ controller kill (the workers' own record, not the killed controller's), and the 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
+from benchmarks import end_to_end as e2e
 from benchmarks import multihost as mh
 from benchmarks import multihost_resnet as mr
+
+from srifty.compute import load_profile
 
 
 def _run(tmp_path: Path, killed_unix: float) -> dict:  # type: ignore[type-arg]
@@ -121,3 +127,51 @@ def test_prediction_table_judges_the_probed_predictions_against_apm_with_the_sam
     closer = {**probed, "apm_probed_s": 1.02}  # APM with the same probe closer still: not met
     text = "\n".join(mr._prediction_table({"written_utc": "t", "rows": [{**base, **closer}]}, meas))
     assert "probed: srifty with its measured interference misses the goal" in text
+
+
+def _curve(ms_per_sample: float) -> Any:
+    """A stand-in profile whose forward pass takes ``ms_per_sample`` per sample."""
+    from srifty.compute.latency import LatencyModel
+
+    fw = LatencyModel(
+        (1.0, 64.0), (ms_per_sample, 64 * ms_per_sample), None, (1, 64), (ms_per_sample, 64 * ms_per_sample)
+    )
+    return SimpleNamespace(latency={"fw": fw})
+
+
+def test_run_compute_ratios_compare_each_types_ranks_with_its_profile_at_their_batch() -> None:
+    case = mr.CASES[1]  # resnet18, one fast host at batch 16 then two slow ones at batch 8
+    fast, slow = (e2e.emulated_type(case, case.hosts[i]).name for i in (0, 2))
+    profiles = {fast: _curve(10.0), slow: _curve(20.0)}  # 160 ms at 16, 160 ms at 8
+    runs = [{"forward_median_s_by_rank": {"0": 0.08, "1": 0.12, "2": 0.16}},
+            {"forward_median_s_by_rank": {"0": 0.16, "1": 0.08, "2": 0.16}}]  # fmt: skip
+    ratios = mr.run_compute_ratios(case, runs, profiles)
+    assert ratios[fast] == pytest.approx(0.75)  # median of 0.5 and 1.0
+    assert ratios[slow] == pytest.approx(0.875)  # median of 0.75, 1.0, 0.5, 1.0
+    with pytest.raises(ValueError, match="no forward pass of rank 2"):
+        mr.run_compute_ratios(case, [{"forward_median_s_by_rank": {"0": 0.1, "1": 0.1}}], profiles)
+
+
+def test_at_pace_scales_every_compute_time_and_nothing_else() -> None:
+    profile = load_profile(mr.PROFILES / "train_resnet-model_q0.6.json")
+    paced = mr.at_pace(profile, 0.5)
+    for phase, curve in profile.latency.items():
+        assert paced.latency[phase].predict_ms([16])[0] == pytest.approx(0.5 * curve.predict_ms([16])[0])
+    assert paced.samples[0].fw_ms[0] == pytest.approx(0.5 * profile.samples[0].fw_ms[0])
+    assert paced.samples[-1].iter_ms[-1] == pytest.approx(0.5 * profile.samples[-1].iter_ms[-1])
+    assert paced.interference == profile.interference and paced.memory == profile.memory
+
+
+def test_decomposition_is_shown_for_the_run_it_read_only() -> None:
+    pred = {"written_utc": "t1", "rows": [{"case": "a", "srifty_probed_perfect_s": 1.2, "srifty_probed_s": 1.3,
+                                           "apm_probed_s": 1.1}]}  # fmt: skip
+    meas = {"rows": [{"case": "a", "measured_mean_s": 1.0}, {"case": "a", "measured_mean_s": 1.0}]}
+    done = {"utc": "t2", "machine": "m", "predictions_written_utc": "t1",
+            "rows": [{"case": "a", "compute_ratio_by_type": {"x": 0.8}, "srifty_probed_perfect_s": 0.96,
+                      "srifty_probed_s": 1.04, "apm_probed_s": 0.9}]}  # fmt: skip
+    text = "\n".join(mr._decomposed_lines({"predictions": pred, "measurements": meas, "decomposed": done}))
+    assert "not a prediction" in text and "x x0.80" in text
+    assert "srifty, probed, measured interference 30.0% -> 4.0% (largest 4.0%)" in text
+    assert "APM, probed 10.0% -> 10.0%" in text
+    later = {**pred, "written_utc": "t3"}  # a newer run's predictions: the decomposition is of another run
+    assert mr._decomposed_lines({"predictions": later, "measurements": meas, "decomposed": done}) == []
