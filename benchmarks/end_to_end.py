@@ -470,8 +470,24 @@ def predict(
         out |= {"srifty_probed_s": ours.iter_mean_s, "srifty_probed_perfect_s": perfect.iter_mean_s,
                 "apm_probed_s": apm_probed_s(case, profiles, alpha_beta, probes),
                 "allocation_level": probed.level,
+                "allocation_correction": CORRECTION_BY_SIZE,
                 "allocation_saturated_gbps": probed.saturated_busbw_bytes_per_s * 8 / 1e9 / SCALE}  # fmt: skip
     return out
+
+
+#: How :class:`srifty.sim.AllocationModel` corrects the model, recorded with each probed prediction: since
+#: session 17 by the allocation's ratio at each size; predictions without the field took one level for all sizes.
+CORRECTION_BY_SIZE = "ratio by size"
+
+
+def probe_correction(rows: list[dict[str, Any]]) -> str:
+    """How the probed predictions in ``rows`` corrected the bandwidth model, in words."""
+    if all(row.get("allocation_correction") == CORRECTION_BY_SIZE for row in rows):
+        return (
+            "the model times the allocation's ratio to it at each size, interpolated in log size between "
+            "the probed sizes and the nearest one's beyond them, at most the probed saturated bus bandwidth"
+        )
+    return "the model times the allocation's level, one for every size, at most the probed saturated bus bandwidth"
 
 
 def apm_probed_s(case: Case, profiles: dict[str, Profile], alpha_beta: Any, probes: Path) -> float:
@@ -698,9 +714,9 @@ def _probed_lines(pred: dict[str, Any], by_case: dict[str, list[dict[str, Any]]]
         'between allocations (20.5% MAPE above the MTU, "Bus-bandwidth model accuracy"). Here each case\'s',
         "allocation was probed before the predictions were written (`srifty probe` on its hosts, each under its",
         "CPU quota: allreduce of 1-16 MiB, 5 repeats; `benchmarks/results/end_to_end_probes/`), and the model",
-        "corrected by the probe (`srifty simulate --allocation-probes`, `srifty.sim.allocation`: the model times",
-        "the allocation's level, at most the probed saturated bus bandwidth). Still predictions made before",
-        "the runs: the probe measures the links, not the training.",
+        "corrected by the probe (`srifty simulate --allocation-probes`, `srifty.sim.allocation`: "
+        f"{probe_correction(pred['rows'])}). Still predictions made before the runs: the probe measures the links, "
+        "not the training.",
         "",
         *lines,
         "",

@@ -697,6 +697,7 @@ def _prediction_table(pred: dict[str, Any], meas: dict[str, Any] | None) -> list
             probed_goal = e2e._goal(mape, worst, "srifty_probed_s", "apm_probed_s")
             out += [
                 "",
+                f"Allocation probed: {e2e.probe_correction(pred['rows'])}. "
                 "Once each allocation is probed: srifty with its measured interference "
                 + ("meets" if probed_goal else "misses")
                 + " the goal (≤ 6%, below APM with the same probe, none off by more than 12%).",

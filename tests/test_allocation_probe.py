@@ -80,6 +80,20 @@ def test_the_model_scales_by_the_level_and_never_exceeds_the_saturated_bandwidth
     assert quantiles.shape == (3, len(SPREAD_LEVELS)) and np.all(quantiles == 0)
 
 
+def test_the_ratio_follows_the_size_and_beyond_the_probe_stays_at_the_nearest_size() -> None:
+    # a ring still latency-bound at 1 MiB (half the model) and at 1.3x the model from 16 MiB on
+    probes = probe_rows({2**20: [0.5e9] * 3, 2**22: [0.9e9] * 3, 2**24: [1.3e9] * 3})
+    probed = probe_allocation(ConstantBusBandwidth(1e9), probes, [instance()])
+    assert probed.level == pytest.approx(0.9)  # the median: the summary's one number
+    assert np.exp(probed.log_ratio_by_size) == pytest.approx([0.5, 0.9, 1.3])
+    assert "x0.50-1.30 by size" in probed.summary()
+    model = AllocationModel(ConstantBusBandwidth(1e9), probed)
+    sizes = np.array([2.0**17, 2.0**20, 2.0**21, 2.0**24, 90e6])
+    got = model.predict_busbw_bytes_per_s({"size_bytes": sizes})
+    # below the smallest probed size its ratio, half-way in log size the geometric mean, beyond the largest its
+    assert got == pytest.approx([0.5e9, 0.5e9, math.sqrt(0.5 * 0.9) * 1e9, 1.3e9, 1.3e9])
+
+
 def test_a_slower_allocation_slows_a_communication_bound_iteration() -> None:
     profile = synthetic_profile(cv=0.0)
     config = make_config([(instance(), 2, 32)])

@@ -9,22 +9,27 @@ first source of its own error. Once the VMs are up, a short ``srifty probe`` on 
 transfer at a time, a few repeats: seconds) measures this allocation, and :func:`probe_allocation` reduces it
 to three things:
 
-* its **level**: the median over the probed sizes above the MTU of ``log(measured / predicted)`` bus
-  bandwidth, *measured* the median of each size's repeats, *predicted* what the simulator asks the model for
-  this configuration (:func:`~srifty.sim.netquery.config_busbw_bytes_per_s`);
+* its **ratio to the model at each probed size** above the MTU: ``measured / predicted`` bus bandwidth,
+  *measured* the median of the size's repeats, *predicted* what the simulator asks the model for this
+  configuration (:func:`~srifty.sim.netquery.config_busbw_bytes_per_s`); its **level**, the median of those
+  ratios in log, is the one-number summary;
 * its **saturated bus bandwidth**: the largest of those per-size medians, the allocation's ``b_cap`` (the
   paper's "each VM instance has a limited total bus bandwidth");
 * its **spread**: quantiles of ``log(repeat / its size's median)``, the allocation's own variation from one
   transfer to the next.
 
-:class:`AllocationModel` predicts the model's bus bandwidth times the level, never above the saturated one.
+:class:`AllocationModel` predicts the model's bus bandwidth times the allocation's ratio at that size, never
+above the saturated one: between probed sizes the ratio is interpolated in log size, beyond them it is the
+nearest probed size's (a 90 MB bucket takes the ratio measured at 16 MiB, not the median over 1-16 MiB, which
+small messages pull down where an allocation's ring is still latency-bound).
 The ceiling matters for ``b_cap``, which the simulator takes as the largest prediction over message sizes: a
 learned curve can peak above anything measured (the embedded default's g4dn.2xlarge curve does, at 128 KiB,
 where the testbed's token bucket lets short bursts through). The model's spread between allocations is
 replaced by the probe's spread within this one.
 
-Assumed: the allocation's level is the same at every size above the MTU and at the world size probed; the
-probe ran on the job's VMs (ideally under the job's CPU budget, which can slow gloo's side of a transfer).
+Assumed: the ratio to the model changes smoothly with size and stays beyond the probed sizes at the nearest
+one's; the allocation is the same at the world size probed; the probe ran on the job's VMs (ideally under the
+job's CPU budget, which can slow gloo's side of a transfer).
 
 Pure: numpy, no torch.
 """
@@ -57,7 +62,8 @@ class AllocationProbe:
         saturated_busbw_bytes_per_s: the largest per-size median bus bandwidth measured (bytes/s).
         spread_log: quantiles at :data:`~srifty.sim.netquery.SPREAD_LEVELS` of ``log(repeat / its size's
             median)`` over every repeat above the MTU (all zero when no size was repeated).
-        sizes_bytes: the probed sizes used (bytes).
+        sizes_bytes: the probed sizes used (bytes), ascending.
+        log_ratio_by_size: ``log(measured / predicted)`` at each of ``sizes_bytes`` (the median repeat).
         rows: probe rows used.
         world_size: the world size probed.
         n_nodes: the VMs probed.
@@ -67,14 +73,16 @@ class AllocationProbe:
     saturated_busbw_bytes_per_s: float
     spread_log: tuple[float, ...]
     sizes_bytes: tuple[float, ...]
+    log_ratio_by_size: tuple[float, ...]
     rows: int
     world_size: int
     n_nodes: int
 
     def summary(self) -> str:
         """One line for a person: the level, the ceiling and what they came from."""
+        low, high = (math.exp(f(self.log_ratio_by_size)) for f in (min, max))
         return (
-            f"allocation probed: bus bandwidth x{self.level:.2f} the model's, at most "
+            f"allocation probed: bus bandwidth x{self.level:.2f} the model's (x{low:.2f}-{high:.2f} by size), at most "
             f"{self.saturated_busbw_bytes_per_s * 8 / 1e9:.3g} Gbps ({self.rows} rows, {len(self.sizes_bytes)} sizes "
             f"above the MTU, world size {self.world_size} on {self.n_nodes} VMs)"
         )
@@ -137,7 +145,8 @@ def probe_allocation(
     unique = np.unique(sizes)
     medians = np.array([np.median(busbw[sizes == s]) for s in unique])
     predicted = config_busbw_bytes_per_s(model, unique, world_size, n_nodes, instances)
-    level = math.exp(float(np.median(np.log(medians / predicted))))
+    log_ratios = np.log(medians / predicted)
+    level = math.exp(float(np.median(log_ratios)))
     residuals = np.log(busbw / medians[np.searchsorted(unique, sizes)])
     spread = np.quantile(residuals, SPREAD_LEVELS) if len(residuals) > len(unique) else np.zeros(len(SPREAD_LEVELS))
     return AllocationProbe(
@@ -145,6 +154,7 @@ def probe_allocation(
         saturated_busbw_bytes_per_s=float(medians.max()),
         spread_log=tuple(float(q) for q in spread),
         sizes_bytes=tuple(float(s) for s in unique),
+        log_ratio_by_size=tuple(float(r) for r in log_ratios),
         rows=len(sizes),
         world_size=world_size,
         n_nodes=n_nodes,
@@ -152,7 +162,8 @@ def probe_allocation(
 
 
 class AllocationModel:
-    """``base``'s bus bandwidth on one probed allocation: times its level, at most its saturated value.
+    """``base``'s bus bandwidth on one probed allocation: times its ratio at the size (interpolated in log size
+    between probed sizes, the nearest one's beyond them), at most its saturated value.
 
     Offers what the simulator asks a bus-bandwidth model for: :meth:`predict_busbw_bytes_per_s` and
     :meth:`residual_quantiles` (the probe's spread, the same for every transfer).
@@ -164,9 +175,13 @@ class AllocationModel:
         self.predicts_intra_node = bool(getattr(base, "predicts_intra_node", False))
 
     def predict_busbw_bytes_per_s(self, frame: Any) -> NDArray[np.float64]:
-        """Bus bandwidth (bytes/s) per row: the base model's times the level, capped at the saturated value."""
+        """Bus bandwidth (bytes/s) per row: the base model's times the allocation's ratio at the row's size,
+        capped at the saturated value."""
         base = np.asarray(self.base.predict_busbw_bytes_per_s(frame), dtype=float)
-        return np.minimum(base * self.probe.level, self.probe.saturated_busbw_bytes_per_s)
+        base, sizes = np.broadcast_arrays(base, np.asarray(frame["size_bytes"], dtype=float))
+        probed = np.log(self.probe.sizes_bytes)
+        log_ratio = np.interp(np.log(np.maximum(sizes, 1.0)), probed, self.probe.log_ratio_by_size)
+        return np.minimum(base * np.exp(log_ratio), self.probe.saturated_busbw_bytes_per_s)
 
     def residual_quantiles(self, frame: Any, levels: ArrayLike) -> NDArray[np.float64]:
         """Quantiles of ``log(measured / predicted)`` at ``levels`` for each row: the probe's spread."""
