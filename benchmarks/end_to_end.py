@@ -698,7 +698,7 @@ def _probed_lines(pred: dict[str, Any], by_case: dict[str, list[dict[str, Any]]]
     apm_line = ""
     if apm_key:
         apm_line = (
-            f" APM corrected by the same probe the same way (its own level against it, the same ceiling): "
+            f" APM corrected by the same probe the same way (its own ratios against it, the same ceiling): "
             f"{mape[apm_key]:.1f}% (largest {worst[apm_key]:.1f}%)"
             + (
                 ", computed after the runs from the same profiles and probes (`--probed-apm-after`, "
@@ -737,11 +737,14 @@ def _goal(mape: dict[str, float], worst: dict[str, float], ours: str, theirs: st
 
 
 def _mape_parts(predictions: dict[str, Any], measurements: dict[str, Any]) -> str:
-    """``name a% (largest b%)`` for srifty with and without the measured interference and APM, one run."""
+    """``name a% (largest b%)`` for srifty with and without the measured interference and APM, one run, and
+    srifty and APM once probed where the run has them."""
     truth = _case_means(measurements)
     parts = []
     names = (("srifty_perfect_s", "srifty, perfect overlap"), ("srifty_s", "srifty, measured interference"),
-             ("apm_s", "APM"))  # fmt: skip
+             ("apm_s", "APM"), ("srifty_probed_s", "once probed: srifty, measured interference"),
+             ("apm_probed_s", "APM with the same probe"),
+             ("apm_probed_after_s", "APM with the same probe (computed after)"))  # fmt: skip
     for key, name in names:
         errors = [abs(_pct(r[key], truth[r["case"]])) for r in predictions["rows"]
                   if r["case"] in truth and key in r]  # fmt: skip

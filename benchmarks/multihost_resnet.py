@@ -45,6 +45,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -457,6 +458,36 @@ def repredict(pred: dict[str, Any]) -> dict[str, Any]:
     return {**pred, "rows": rows, "repredicted": {"utc": now, "machine": machine_description()}}
 
 
+#: An earlier run's probed predictions made again after its runs (:func:`repredict_probed`): key, its source.
+PROBED_AGAIN = {
+    "srifty_probed_perfect_after_s": "srifty_probed_perfect_s",
+    "srifty_probed_after_s": "srifty_probed_s",
+    "apm_probed_after_s": "apm_probed_s",
+}
+
+
+def repredict_probed(pred: dict[str, Any], files_at: str, run: int) -> dict[str, Any]:
+    """An earlier run's probed predictions again with this commit's allocation correction, from that run's own
+    profiles and probes as committed at ``files_at`` (a later run measures them again into the same folders):
+    made after its runs, so labelled as such (its own predictions stay as they were)."""
+    net, alpha_beta = e2e.scaled_models()
+    by_name = {case.name: case for case in CASES}
+    folders = [str(folder.relative_to(ROOT)) for folder in (PROFILES, PROBES)]
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", files_at, *folders], capture_output=True, check=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        profiles_dir, probes_dir = (Path(tmp) / folder for folder in folders)
+        for row in pred["rows"]:
+            case = by_name[row["case"]]
+            profiles = e2e.saved_profiles(case, profiles_dir)
+            again = e2e.predict(case, profiles, net, alpha_beta, e2e.probe_path(case, probes_dir))
+            rows.append({**row, **{key: again[source] for key, source in PROBED_AGAIN.items()}})
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    again = {"utc": now, "machine": machine_description(), "files_at": files_at, "run": run}
+    return {**pred, "rows": rows, "probed_after": again}
+
+
 def run_compute_ratios(case: e2e.Case, runs: list[dict[str, Any]], profiles: dict[str, Any]) -> dict[str, float]:
     """Per emulated type of ``case``: how fast its ranks computed in the runs against its profile, the median
     over repetitions and the type's ranks of (the rank's median forward pass in the run / the profile's forward
@@ -564,9 +595,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
         "--part",
-        choices=["predict", "faults", "comm", "overlap", "repredict", "decompose"],
+        choices=["predict", "faults", "comm", "overlap", "repredict", "decompose", "repredict-probed"],
         help="predict and measure 2/3/4 hosts, faults, comm, overlap on the link, predict the last run again "
         "with this commit's model, or decompose its errors with the runs' own compute pace (no root, seconds)",
+    )
+    parser.add_argument("--run", type=int, help="--part repredict-probed: the earlier run (its number in the section)")
+    parser.add_argument(
+        "--files-at", help="--part repredict-probed: the commit that holds that run's profiles and probes"
     )
     parser.add_argument("--remeasure", action="store_true", help="profile again even if this machine's exist")
     parser.add_argument("--repeats", type=int, default=3, help="--part predict: repetitions of every configuration")
@@ -578,6 +613,12 @@ def main() -> None:
             parser.error("give --part predict or --part faults (each about 6-8 min), or --from-results")
         if args.part in ("repredict", "decompose") and "predictions" not in saved:
             parser.error(f"--part {args.part} needs a run's predictions in {RESULTS}; run --part predict first")
+        if args.part == "repredict-probed" and not (
+            args.run and args.files_at and 1 <= args.run <= len(saved.get("earlier", []))
+        ):
+            parser.error(
+                f"--part repredict-probed needs --run N (1-{len(saved.get('earlier', []))}) and --files-at COMMIT"
+            )
         if args.part == "decompose" and "measurements" not in saved:
             parser.error(f"--part decompose needs the last run's measurements in {RESULTS}; run --part predict first")
         os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "examples"), str(ROOT / "src"), str(ROOT)])
@@ -595,6 +636,9 @@ def main() -> None:
                                          "elapsed_s": time.perf_counter() - started}  # fmt: skip
             elif args.part == "repredict":
                 saved["predictions"] = repredict(saved["predictions"])
+            elif args.part == "repredict-probed":
+                earlier = saved["earlier"][args.run - 1]
+                earlier["predictions"] = repredict_probed(earlier["predictions"], args.files_at, args.run)
             elif args.part == "decompose":
                 saved["decomposed"] = decompose(saved)
             elif args.part == "comm":
@@ -636,6 +680,9 @@ PREDICTORS = (
     ("srifty_probed_s", "srifty, allocation probed, measured interference"),
     ("apm_s", "APM"),
     ("apm_probed_s", "APM, allocation probed"),
+    ("srifty_probed_perfect_after_s", "srifty, probed by size, perfect overlap, after the runs"),
+    ("srifty_probed_after_s", "srifty, probed by size, measured interference, after the runs"),
+    ("apm_probed_after_s", "APM, probed by size, after the runs"),
 )
 
 
@@ -702,6 +749,14 @@ def _prediction_table(pred: dict[str, Any], meas: dict[str, Any] | None) -> list
                 + ("meets" if probed_goal else "misses")
                 + " the goal (≤ 6%, below APM with the same probe, none off by more than 12%).",
             ]
+        if "probed_after" in pred:
+            again = pred["probed_after"]
+            out += ["", "*… probed by size, after the runs*: the probed predictions again with the allocation "
+                    "corrected by its ratio to the model at each size (since commit c6da2c6), from this run's own "
+                    f"profiles and probes as committed at {again['files_at']}, computed at {again['utc']} on "
+                    f"{again['machine']} "
+                    f"(`python -m benchmarks.multihost_resnet --part repredict-probed --run {again['run']} --files-at "
+                    f"{again['files_at']}`): not predictions made before the runs."]  # fmt: skip
         if pred.get("note"):
             out += ["", pred["note"]]
         if "repredicted" in pred:

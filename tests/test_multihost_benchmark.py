@@ -175,3 +175,20 @@ def test_decomposition_is_shown_for_the_run_it_read_only() -> None:
     assert "APM, probed 10.0% -> 10.0%" in text
     later = {**pred, "written_utc": "t3"}  # a newer run's predictions: the decomposition is of another run
     assert mr._decomposed_lines({"predictions": later, "measurements": meas, "decomposed": done}) == []
+
+
+def test_probed_predictions_made_again_after_the_runs_are_labelled_so() -> None:
+    base = {"case": "a", "config": "2xq@16", "host_config": "2xg@16", "srifty_s": 1.3, "apm_s": 1.2,
+            "srifty_probed_s": 1.2, "apm_probed_s": 1.1}  # fmt: skip
+    again = {"srifty_probed_perfect_after_s": 0.9, "srifty_probed_after_s": 1.05, "apm_probed_after_s": 0.95}
+    run = {"measured_std_s": 0.1, "measured_median_s": 1.0, "forward_median_s_by_rank": {"0": 0.1}}
+    meas = {"rows": [{"case": "a", "measured_mean_s": 1.0, **run}], "machine": "m", "elapsed_s": 1.0}
+    after = {"utc": "t2", "machine": "m2", "files_at": "abc1234", "run": 8}
+    pred = {"written_utc": "t", "rows": [{**base, **again}], "probed_after": after}
+    text = "\n".join(mr._prediction_table(pred, meas))
+    assert "srifty, probed by size, measured interference, after the runs 5.0%" in text
+    assert "APM, probed by size, after the runs 5.0%" in text
+    assert "--part repredict-probed --run 8 --files-at abc1234" in text and "not predictions made before" in text
+    # the run's own probed predictions stay what they were, and judge the goal
+    assert "srifty, allocation probed, measured interference 20.0%" in text
+    assert "probed: srifty with its measured interference misses the goal" in text
