@@ -25,6 +25,10 @@ type's compute scaled to the pace its ranks computed at in the runs (:func:`deco
 was the profile's compute and how much the iteration and communication model's. It reads the runs, so it is a
 diagnostic, labelled as such, not a prediction.
 
+``--part repredict-probed --run N --files-at COMMIT`` (seconds): earlier run N's probed predictions again with
+this commit's allocation correction, from its own profiles and probes as committed at COMMIT; labelled as made
+after its runs.
+
 ``--part faults`` (about 8 min): 4 hosts of the 0.45-core type, no fault, a host vanishing, a partition and
 the controller killed with SIGKILL then ``srifty run --resume``; the figures of :mod:`benchmarks.multihost`.
 
@@ -571,7 +575,11 @@ def _decomposed_lines(saved: dict[str, Any]) -> list[str]:
            "type's compute (forward, backward and step) scaled to the pace its ranks computed at in the runs (their "
            "median forward pass against the profile's at the same batch), from the same profiles and probes. "
            "What remains is the iteration and communication model's error; the difference was the profile's "
-           "compute.", "", head, "|---|---|---|" + "---|---|---|---|" * len(DECOMPOSED)]  # fmt: skip
+           "compute. Approximately: the runs time only the forward pass, so scaling backward and step by its ratio "
+           "is an assumption, and under a CPU quota a forward pass right after a wait (a rank's, on its exchange) "
+           "runs 5-15% faster than back to back where backward does not (measured on the Intel VM in session 17, "
+           "0.3 and 0.6 cores, 10 ms period).",
+           "", head, "|---|---|---|" + "---|---|---|---|" * len(DECOMPOSED)]  # fmt: skip
     errors: dict[str, list[float]] = {}
     for row in done["rows"]:
         measured = statistics.fmean(truth[row["case"]])
