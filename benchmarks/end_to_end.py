@@ -476,7 +476,7 @@ def predict(
 
 
 #: How :class:`srifty.sim.AllocationModel` corrects the model, recorded with each probed prediction: since
-#: session 17 by the allocation's ratio at each size; predictions without the field took one level for all sizes.
+#: commit c6da2c6 by the allocation's ratio at each size; predictions without the field took one level for all.
 CORRECTION_BY_SIZE = "ratio by size"
 
 
@@ -492,7 +492,7 @@ def probe_correction(rows: list[dict[str, Any]]) -> str:
 
 def apm_probed_s(case: Case, profiles: dict[str, Profile], alpha_beta: Any, probes: Path) -> float:
     """APM's prediction (s) with its alpha-beta model corrected by the same allocation probe, the same way
-    (:class:`srifty.sim.AllocationModel`: its own level against the probe, at most the probed saturated bus
+    (:class:`srifty.sim.AllocationModel`: its own ratios against the probe, at most the probed saturated bus
     bandwidth), so that what the probe is worth shows apart from srifty's iteration model."""
     config = config_of(case)
     probed = probe_allocation(alpha_beta.model, read_probes(probes), [g.instance for g in config.groups])
