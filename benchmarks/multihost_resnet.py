@@ -448,18 +448,25 @@ def _overlap_section(overlap: dict[str, Any]) -> list[str]:
     return [*lines, "", f"Command: `{command}` (as root; {overlap['elapsed_s']:.0f} s). Machine: {overlap['machine']}."]
 
 
+#: The configurations by name, as the saved rows name them.
+CASE_BY_NAME = {case.name: case for case in CASES}
+
+
+def _computed_now() -> dict[str, str]:
+    """When and where something was computed after the runs (``utc``, ``machine``), for its label."""
+    return {"utc": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine_description()}
+
+
 def repredict(pred: dict[str, Any]) -> dict[str, Any]:
     """The last run's predictions with srifty at this commit beside them (``srifty_after_s``), from the same
     profiles: made after the runs, so labelled as such (the run's own predictions stay as they were)."""
     net, alpha_beta = e2e.scaled_models()
-    by_name = {case.name: case for case in CASES}
     rows = []
     for row in pred["rows"]:
-        case = by_name[row["case"]]
+        case = CASE_BY_NAME[row["case"]]
         profiles = e2e.saved_profiles(case, PROFILES)
         rows.append({**row, "srifty_after_s": e2e.predict(case, profiles, net, alpha_beta)["srifty_s"]})
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    return {**pred, "rows": rows, "repredicted": {"utc": now, "machine": machine_description()}}
+    return {**pred, "rows": rows, "repredicted": _computed_now()}
 
 
 #: An earlier run's probed predictions made again after its runs (:func:`repredict_probed`): key, its source.
@@ -475,7 +482,6 @@ def repredict_probed(pred: dict[str, Any], files_at: str, run: int) -> dict[str,
     profiles and probes as committed at ``files_at`` (a later run measures them again into the same folders):
     made after its runs, so labelled as such (its own predictions stay as they were)."""
     net, alpha_beta = e2e.scaled_models()
-    by_name = {case.name: case for case in CASES}
     folders = [str(folder.relative_to(ROOT)) for folder in (PROFILES, PROBES)]
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", files_at, *folders], capture_output=True, check=True)
     rows = []
@@ -483,13 +489,11 @@ def repredict_probed(pred: dict[str, Any], files_at: str, run: int) -> dict[str,
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         profiles_dir, probes_dir = (Path(tmp) / folder for folder in folders)
         for row in pred["rows"]:
-            case = by_name[row["case"]]
+            case = CASE_BY_NAME[row["case"]]
             profiles = e2e.saved_profiles(case, profiles_dir)
             again = e2e.predict(case, profiles, net, alpha_beta, e2e.probe_path(case, probes_dir))
             rows.append({**row, **{key: again[source] for key, source in PROBED_AGAIN.items()}})
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    again = {"utc": now, "machine": machine_description(), "files_at": files_at, "run": run}
-    return {**pred, "rows": rows, "probed_after": again}
+    return {**pred, "rows": rows, "probed_after": {**_computed_now(), "files_at": files_at, "run": run}}
 
 
 def run_compute_ratios(case: e2e.Case, runs: list[dict[str, Any]], profiles: dict[str, Any]) -> dict[str, float]:
@@ -532,10 +536,9 @@ def decompose(saved: dict[str, Any]) -> dict[str, Any]:
     the profile's compute. Not a prediction: it reads the runs."""
     pred, meas = saved["predictions"], saved["measurements"]
     net, alpha_beta = e2e.scaled_models()
-    by_name = {case.name: case for case in CASES}
     rows = []
     for row in pred["rows"]:
-        case = by_name[row["case"]]
+        case = CASE_BY_NAME[row["case"]]
         runs = [r for r in meas["rows"] if r["case"] == case.name]
         probes = e2e.probe_path(case, PROBES)
         if not runs or not probes.exists():
@@ -545,8 +548,7 @@ def decompose(saved: dict[str, Any]) -> dict[str, Any]:
         paced = {key: at_pace(profile, ratios[key]) for key, profile in profiles.items()}
         again = e2e.predict(case, paced, net, alpha_beta, probes)
         rows.append({"case": case.name, "compute_ratio_by_type": ratios, **{k: again[k] for k, _ in DECOMPOSED}})
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    return {"utc": now, "machine": machine_description(), "predictions_written_utc": pred["written_utc"], "rows": rows}
+    return {**_computed_now(), "predictions_written_utc": pred["written_utc"], "rows": rows}
 
 
 #: The decomposition's predictors: key, column name.
