@@ -483,7 +483,11 @@ def repredict_probed(pred: dict[str, Any], files_at: str, run: int) -> dict[str,
     made after its runs, so labelled as such (its own predictions stay as they were)."""
     net, alpha_beta = e2e.scaled_models()
     folders = [str(folder.relative_to(ROOT)) for folder in (PROFILES, PROBES)]
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", files_at, *folders], capture_output=True, check=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", files_at, *folders], capture_output=True)
+    if archive.returncode != 0:
+        why = archive.stderr.decode(errors="replace").strip()
+        raise SystemExit(f"--files-at {files_at}: git cannot give that run's profiles and probes ({why}); name a "
+                         "commit that holds them (the one that committed the run's results)")  # fmt: skip
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
