@@ -771,8 +771,8 @@ def _earlier_lines(saved: dict[str, Any]) -> list[str]:
             f"An earlier run (same command, predictions written at {run['predictions']['written_utc']} before its "
             f"runs; machine: {machine}; kept under `earlier` in the raw file): MAPE "
             + _mape_parts(run["predictions"], run["measurements"])
-            + ". Runs on different machines differ by their profiles and interference factors too: each run "
-            "measures them again on its own machine.",
+            + ". Each run measures its profiles, interference factors and (since session 16) allocation probes "
+            "again, so runs differ by those too, on the same machine or not.",
         ]
     return lines
 
