@@ -23,7 +23,22 @@ def test_the_profiles_are_cuda_measurements_on_an_h200_with_a_host_staged_exchan
         assert p.work is not None and all(r.time_s is not None for r in p.work.records)
 
 
-def test_the_report_tells_held_out_models_from_those_the_calibration_saw() -> None:
+def test_the_report_tells_held_out_models_from_those_the_calibration_saw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each profiled model is estimated by a fit on every other model group and never its own. The fits are
+    recorded, not run (seven fits take minutes; ``tests/test_calibration.py`` runs the real one): what this
+    checks is which cases each refit is given and how the report labels the models."""
+    from benchmarks import h200_report
+
+    from srifty.compute import gpu_fit
+    from srifty.compute.gpu_measurements import WORKLOADS
+
+    refits: list[set[str]] = []
+
+    def record_fit(cases):  # type: ignore[no-untyped-def]
+        refits.append({c.group for c in cases})
+        return gpu_fit.default_gpu_calibration().params
+
+    monkeypatch.setattr(gpu_fit, "fit_params", record_fit)
     fitted_on = calibrated_models()
     assert {"resnet50", "vgg16", "mobilenet_v2", "hf:bert-base"} <= fitted_on
     assert not {"hf:gpt2-small", "convnext_tiny", "vit_b_16"} & fitted_on
@@ -32,6 +47,11 @@ def test_the_report_tells_held_out_models_from_those_the_calibration_saw() -> No
     assert f"Held out ({len(held_out)} models, {4 * len(held_out)} probed batches)" in body
     for model in held_out:
         assert f"| {model} | held out |" in body
+    every_group = {c.group for c in h200_report._bundled_cases()}
+    group_of = {w.h200_name: w.group for w in WORKLOADS}
+    assert len(refits) == len(held_out)
+    for model, groups in zip(held_out, refits, strict=True):
+        assert groups == every_group - {group_of[model]}, model
 
 
 def test_profile_file_stems_are_file_safe() -> None:
