@@ -1,0 +1,34 @@
+"""benchmarks.profile_repeatability: the last run against an earlier one, case by case."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from benchmarks.profile_repeatability import run_rows
+
+
+def _run(commit: str, measured_s: list[float], srifty_s: float, apm_s: float) -> dict[str, Any]:
+    return {
+        "predictions": {"rows": [{"case": "a", "srifty_probed_s": srifty_s, "apm_probed_s": apm_s}]},
+        "measurements": {
+            "machine": f"x, commit {commit}",
+            "rows": [{"case": "a", "measured_s": m} for m in measured_s],
+        },
+    }
+
+
+def test_the_earlier_run_is_found_by_its_commit_and_each_change_is_signed_against_it() -> None:
+    raw = _run("new", [1.1, 1.1], 1.2, 1.0)
+    raw["earlier"] = [_run("other", [5.0], 5.0, 5.0), _run("abc1234", [1.0, 1.0], 1.0, 1.0)]
+    rows, changes = run_rows("bench", raw, "abc1234")
+    assert rows == [["bench", "a", "1000 → 1100 (+10.0%)", "1000 → 1200 (+20.0%)", "1000 → 1000 (+0.0%)"]]
+    assert changes["measured"] == pytest.approx([10.0])
+    assert changes["srifty_probed_s"] == pytest.approx([20.0])
+
+
+def test_an_earlier_run_the_raw_file_does_not_keep_is_a_one_line_error() -> None:
+    raw = _run("new", [1.0], 1.0, 1.0)
+    raw["earlier"] = []
+    with pytest.raises(SystemExit, match="no earlier run at commit zzz"):
+        run_rows("bench", raw, "zzz")
