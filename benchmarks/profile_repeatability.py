@@ -109,6 +109,8 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _summary(label: str, values: list[float]) -> str:
+    if not values:
+        return f"{label}: none to compare"
     return f"{label} median {statistics.median(values):.1f}%, largest {max(values):.1f}%"
 
 
