@@ -1,5 +1,5 @@
-"""Helpers shared by the benchmark scripts: machine description, BENCHMARKS.md section updates, and what other
-processes used of the CPU during a run."""
+"""Helpers shared by the benchmark scripts: machine description and the commit it names, Markdown tables,
+BENCHMARKS.md section updates, and what other processes used of the CPU during a run."""
 
 from __future__ import annotations
 
@@ -42,6 +42,17 @@ def machine_description() -> str:
         f"{mem_gib:.0f} GiB available, "
         f"{platform.system()} {platform.release()}, Python {platform.python_version()}, commit {commit}"
     )
+
+
+def commit_of(machine: str) -> str:
+    """The commit a :func:`machine_description` line names, or ``"unknown"`` where it names none."""
+    return machine.rsplit("commit ", 1)[-1] if "commit " in machine else "unknown"
+
+
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A Markdown table's lines: ``head``, the rule, and one line per row (each cell as ``str``)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
 
 
 def write_section(heading: str, body: str, path: Path = BENCHMARKS_MD) -> None:

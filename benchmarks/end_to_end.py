@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import ROOT, cpu_seconds, machine_description, others_cores, write_section
+from benchmarks.common import ROOT, commit_of, cpu_seconds, machine_description, others_cores, write_section
 from srifty.artifacts import atomic_write_text
 from srifty.catalog import InstanceType, load_catalog
 from srifty.compute import Profile, check_one_machine, load_profile, require_this_machine
@@ -753,18 +753,16 @@ def _mape_parts(predictions: dict[str, Any], measurements: dict[str, Any]) -> st
     return ", ".join(parts)
 
 
-def _commit(machine: str) -> str:
-    return machine.rsplit("commit ", 1)[-1] if "commit " in machine else "unknown"
-
-
 def _earlier_lines(saved: dict[str, Any]) -> list[str]:
     """One line per earlier run the raw file keeps (each re-run moves the one before into ``earlier``), newest
     first; the run with 100 ms quota periods has a line of its own below."""
-    quota100 = _commit(json.loads(QUOTA100_RAW.read_text())["measurements"]["machine"]) if QUOTA100_RAW.exists() else ""
+    quota100 = ""
+    if QUOTA100_RAW.exists():
+        quota100 = commit_of(json.loads(QUOTA100_RAW.read_text())["measurements"]["machine"])
     lines = []
     for run in reversed(saved.get("earlier", [])):
         machine = run["measurements"]["machine"]
-        if _commit(machine) == quota100:
+        if commit_of(machine) == quota100:
             continue
         lines += [
             "",

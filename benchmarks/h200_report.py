@@ -27,7 +27,7 @@ from functools import cache
 
 import numpy as np
 
-from benchmarks.common import ROOT, machine_description, write_section
+from benchmarks.common import ROOT, machine_description, markdown_table, write_section
 from benchmarks.interference import H200_PROFILE_GLOB, ddp_check
 from srifty.compute import Profile, calibrated_profile, estimate_profile, gpu_fit, load_profile
 from srifty.compute.bundled import profile_filename
@@ -226,10 +226,6 @@ def class_rows(profiles: list[Profile]) -> list[list[str]]:
     return rows
 
 
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def render() -> str:
     """The section."""
     profiles = measured_profiles()
@@ -258,7 +254,7 @@ def render() -> str:
         "where the host's kernel launches do, srifty's iteration over the released one at its probed batches "
         "(median): the two hosts' launch-bound floors.",
         "",
-        *_table(["model", "probed batch: srifty / released (ms)", "4-probe fit, all 11 released batches",
+        *markdown_table(["model", "probed batch: srifty / released (ms)", "4-probe fit, all 11 released batches",
                  f"4-probe fit, batches ≥ {THROUGHPUT_BATCH}", f"floor ratio, batches < {THROUGHPUT_BATCH}"],
                 released_rows(profiles)),
         "",
@@ -271,7 +267,7 @@ def render() -> str:
         "on the released curves of this model (not held out). Before these profiles joined the fit, the held-out "
         "figure (the bundled calibration, which had seen none of them) was 12.8% MAPE.",
         "",
-        *_table(["model", "calibration", "CPU profile", "measured iteration (ms) at the probed batches",
+        *markdown_table(["model", "calibration", "CPU profile", "measured iteration (ms) at the probed batches",
                  "calibrated estimate: error by batch", "calibrated MAPE", "roofline MAPE"], est_rows),
         "",
         summary,
@@ -282,7 +278,7 @@ def render() -> str:
         "\"Compute/communication interference (measured)\"; the last: the DDP overlap predicted with the "
         "measured factors / with perfect overlap.",
         "",
-        *_table(["model", "batch", "backward slowed by communication", "communication slowed by compute",
+        *markdown_table(["model", "batch", "backward slowed by communication", "communication slowed by compute",
                  "backward alone (ms)", "allreduce alone, loopback (ms)", "DDP overlap measured (ms)",
                  "predicted: measured factors / perfect overlap"], interference_rows(profiles)),
         "",
@@ -293,7 +289,7 @@ def render() -> str:
         f"{CLASS_SHOWN_MS:.0f} ms). The calibration is fitted to whole-phase times only, so it may trade one "
         "class against another and still get the totals right.",
         "",
-        *_table(["phase", "op class", "measured (ms)", "model (ms)", "model / measured", "by model"],
+        *markdown_table(["phase", "op class", "measured (ms)", "model (ms)", "model / measured", "by model"],
                 class_rows(profiles)),
         "",
         "Commands: on the GPU machine `python -m benchmarks.h200_profiles measure --out DIR`, two calls ("

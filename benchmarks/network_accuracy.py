@@ -45,6 +45,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from benchmarks import network_public as public
+from benchmarks.common import markdown_table
 from srifty.artifacts import atomic_write_text
 from srifty.network import (
     BandwidthModel,
@@ -266,11 +267,6 @@ def _frac(value: float | None) -> str:
     return "—" if value is None else _pct(100 * value)
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-
-
 def _median(values: list[float | None], reduce: Any = np.median) -> float | None:
     """``reduce`` (the median by default) of the finite values, or ``None``."""
     finite = [v for v in values if v is not None and np.isfinite(v)]
@@ -318,7 +314,7 @@ def render_public(now: dict[str, Any], before: dict[str, Any] | None) -> list[st
         "reference. MAPE per table; target ≤ 5 % above the MTU, ≤ 15 % below.",
         "",
     ]
-    lines += _table(
+    lines += markdown_table(
         [
             "table",
             "before > MTU",
@@ -385,7 +381,7 @@ def render_public(now: dict[str, Any], before: dict[str, Any] | None) -> list[st
         "the predicted 80 % interval.",
         "",
     ]
-    lines += _table(
+    lines += markdown_table(
         ["held-out table", "fabric", "before", "srifty", "alpha-beta", "rated link", "80 % interval coverage"], rows
     )
     return lines
@@ -420,7 +416,7 @@ def render_testbed(now: dict[str, Any], before: dict[str, Any] | None, frame: pd
         "",
     ]
     names = ["srifty", "alpha-beta", "alpha-beta split at MTU", "rated link", "noise floor"]
-    lines += _table(
+    lines += markdown_table(
         ["messages", "rows", "before", *(f"{n} MAPE" for n in names[:-1]), "noise floor", "80 % coverage", "paper"],
         [
             [
@@ -437,7 +433,7 @@ def render_testbed(now: dict[str, Any], before: dict[str, Any] | None, frame: pd
     )
     for column, title in (("world_size", "world size"), ("instance_type", "family (represented)")):
         lines += [""]
-        lines += _table([title, *names], [[r[column], *(_pct(r[p]) for p in PREDICTORS)] for r in now[column]])
+        lines += markdown_table([title, *names], [[r[column], *(_pct(r[p]) for p in PREDICTORS)] for r in now[column]])
     lines += [
         "",
         "Reading: compare srifty with the noise floor and the baselines, not with the paper's absolute "
@@ -469,7 +465,7 @@ def render_coverage(now: dict[str, Any]) -> list[str]:
         "allocation's (and the public tables, one allocation each, give no new-allocation residuals of "
         "their own, so those intervals borrow the never-probed ones): it is over-covered by design.",
         "",
-        *_table(["protocol", "messages", "inside the 80 % interval"], rows),
+        *markdown_table(["protocol", "messages", "inside the 80 % interval"], rows),
     ]
 
 
@@ -517,7 +513,7 @@ def render_checks(rows: list[dict[str, Any]], before: list[dict[str, Any]] | Non
         f"{100 * float(np.mean(large)):.1f} %, median {100 * float(np.median(large)):.1f} % over {len(large)} "
         f"points{was if large_old else ''}{share}.",
         "",
-        *_table(
+        *markdown_table(
             ["table", "instance", "VMs × GPUs", "message", "busbw GB/s", "before", "srifty", "80 % interval", "inside"],
             body,
         ),

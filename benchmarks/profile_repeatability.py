@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, machine_description, write_section
+from benchmarks.common import ROOT, commit_of, machine_description, markdown_table, write_section
 from srifty.compute import load_profile
 
 SECTION = "Testbed benchmarks: what repeats between runs"
@@ -32,11 +32,6 @@ BENCHMARKS = {
 }
 PREDICTIONS = (("srifty_probed_s", "srifty, probed, measured interference"), ("apm_probed_s", "APM, probed"))
 RESULTS = ROOT / "benchmarks" / "results"
-
-
-def _commit(run: dict[str, Any]) -> str:
-    machine = run["measurements"]["machine"]
-    return machine.rsplit("commit ", 1)[-1] if "commit " in machine else ""
 
 
 def _means(measurements: dict[str, Any]) -> dict[str, float]:
@@ -53,7 +48,7 @@ def _change(now: float, before: float) -> float:
 
 def run_rows(name: str, raw: dict[str, Any], run_commit: str) -> tuple[list[list[str]], dict[str, list[float]]]:
     """Per case: measured and predicted, now against the earlier run; and every |change| (%) by quantity."""
-    earlier = [r for r in raw.get("earlier", []) if _commit(r).startswith(run_commit)]
+    earlier = [r for r in raw.get("earlier", []) if commit_of(r["measurements"]["machine"]).startswith(run_commit)]
     if not earlier:
         raise SystemExit(f"{name}: no earlier run at commit {run_commit} in its raw file; pass one its runs name")
     before = earlier[-1]
@@ -104,10 +99,6 @@ def profile_rows(name: str, folder: Path, revision: str) -> tuple[list[list[str]
     return rows, changes
 
 
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def _summary(label: str, values: list[float]) -> str:
     if not values:
         return f"{label}: none to compare"
@@ -121,7 +112,7 @@ def render(run_commit: str, profiles_at: str) -> str:
     now_commits = set()
     for name, (raw_file, folder) in BENCHMARKS.items():
         raw = json.loads((RESULTS / raw_file).read_text())
-        now_commits.add(_commit(raw))
+        now_commits.add(commit_of(raw["measurements"]["machine"]))
         rows, by_key = run_rows(name, raw, run_commit)
         run_table += rows
         for key, values in by_key.items():
@@ -144,12 +135,12 @@ def render(run_commit: str, profiles_at: str) -> str:
             "",
             "**The runs and their predictions** (ms, earlier → last):",
             "",
-            *_table(["benchmark", "case", "measured", *(label for _, label in PREDICTIONS)], run_table),
+            *markdown_table(["benchmark", "case", "measured", *(label for _, label in PREDICTIONS)], run_table),
             "",
             "**The profiles** (fitted iteration latency in ms at each probed batch, earlier → last; each measured by "
             "`srifty profile --iters 6 --warmup 2` under the type's CPU quota, a batch's iterations in one stretch):",
             "",
-            *_table(["benchmark", "profile", "batch: earlier → last"], prof_table),
+            *markdown_table(["benchmark", "profile", "batch: earlier → last"], prof_table),
             "",
             "Where the profiles move more than the runs, a likely reason (not tested here): a run's case is timed in "
             "three repetitions spread over the benchmark's span, a profile's batch in one stretch of seconds, so a "

@@ -70,3 +70,11 @@ def test_with_before_appends_the_published_section_only_when_asked(tmp_path: Pat
     twice = with_before("new", "Plans", [revision, revision[:8]], tmp_path)
     older = published_section("Plans", revision, tmp_path)
     assert twice.count(BEFORE_HEADING) == 2 and twice.endswith(f"{BEFORE_HEADING}{revision[:8]}\n\n{older}")
+
+
+def test_the_commit_a_machine_line_names_and_a_markdown_table() -> None:
+    from benchmarks.common import commit_of, markdown_table
+
+    assert commit_of("AMD EPYC, 2 cores, Python 3.11.7, commit 3f15e6e") == "3f15e6e"
+    assert commit_of("AMD EPYC, 2 cores") == "unknown"
+    assert markdown_table(["a", "b"], [["x", 1.5]]) == ["| a | b |", "|---|---|", "| x | 1.5 |"]
