@@ -82,7 +82,16 @@ def _git_file(revision: str, path: Path, into: Path) -> Path | None:
 
 
 def profile_rows(name: str, folder: Path, revision: str) -> tuple[list[list[str]], list[float]]:
-    """Per profile: the fitted iteration latency at each probed batch, at ``revision`` against now."""
+    """Per profile: the fitted iteration latency at each probed batch, at ``revision`` against now.
+
+    Raises:
+        SystemExit: git knows no commit ``revision`` (a one-line message naming what to pass).
+    """
+    known = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], cwd=ROOT, capture_output=True
+    )
+    if known.returncode != 0:
+        raise SystemExit(f"--profiles-at {revision}: git knows no such commit; name the one that stored the run")
     rows, changes = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for path in sorted(folder.glob("*.json")):

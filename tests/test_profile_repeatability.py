@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from benchmarks.profile_repeatability import _summary, run_rows
+from benchmarks.profile_repeatability import RESULTS, _summary, profile_rows, run_rows
 
 
 def _run(commit: str, measured_s: list[float], srifty_s: float, apm_s: float) -> dict[str, Any]:
@@ -37,3 +37,8 @@ def test_an_earlier_run_the_raw_file_does_not_keep_is_a_one_line_error() -> None
 def test_a_quantity_with_nothing_to_compare_says_so() -> None:
     assert _summary("profiles", []) == "profiles: none to compare"
     assert _summary("runs", [1.0, 3.0, 2.0]) == "runs median 2.0%, largest 3.0%"
+
+
+def test_a_profiles_revision_git_does_not_know_is_a_one_line_error() -> None:
+    with pytest.raises(SystemExit, match="--profiles-at no-such-rev: git knows no such commit"):
+        profile_rows("bench", RESULTS / "end_to_end_profiles", "no-such-rev")
