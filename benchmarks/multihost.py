@@ -65,11 +65,14 @@ class Job:
 
 
 TINY = Job()
-#: The slow fault: host 2's CPU quota drops to 0.02 cores while each step does 0.01 s of CPU work (about 0.5 s
-#: of wall time per step there, against about 0.07 s); the job's deadline (SLOW_DEADLINE_S) is met on
-#: schedule and missed at the slowed pace; the 8 s window holds the 5 iterations a projection needs.
-SLOW_JOB = Job(env={"TRAIN_TINY_STEP_S": PACE_S, "TRAIN_TINY_CPU_S": "0.01"}, extra_args=("--window", "8"))
-SLOW_FAULT = f"slow@{FAULT_AT}:2:cpu=0.02"
+#: The slow fault: host 2's CPU quota drops to 0.1 cores while each step does 0.03 s of CPU work (about 0.5 s
+#: of compute per step there, about ten times the others'); the job's deadline (SLOW_DEADLINE_S) is met on
+#: schedule and missed at the slowed pace; the 8 s window holds the 5 iterations a projection needs. Until
+#: December 2026 the quota was 0.02 cores (0.01 s of work): on a slower machine the host's keep-alive thread
+#: then went silent past the heartbeat timeout and the host counted as lost, not slow.
+SLOW_JOB = Job(env={"TRAIN_TINY_STEP_S": PACE_S, "TRAIN_TINY_CPU_S": "0.03"}, extra_args=("--window", "8"))
+SLOW_CORES = 0.1
+SLOW_FAULT = f"slow@{FAULT_AT}:2:cpu={SLOW_CORES:g}"
 SLOW_DEADLINE_S = 45.0
 
 
@@ -371,8 +374,9 @@ def _table(results: list[dict[str, Any]], elapsed_s: float, machine: str, note: 
             "",
             *lines,
             "",
-            "Slow: each step also does 0.01 s of CPU work (`TRAIN_TINY_CPU_S`) and reports its compute time; at "
-            f"iteration {FAULT_AT} host 2's CPU quota drops to 0.02 cores (`--fault {SLOW_FAULT}`, a cgroup on this "
+            f"Slow: each step also does {SLOW_JOB.env['TRAIN_TINY_CPU_S']} s of CPU work (`TRAIN_TINY_CPU_S`) and "
+            f"reports its compute time; at iteration {FAULT_AT} host 2's CPU quota drops to {SLOW_CORES:g} cores "
+            f"(`--fault {SLOW_FAULT}`, a cgroup on this "
             f"machine); the job has a deadline of {SLOW_DEADLINE_S:g} s (met on schedule, missed at the slowed "
             "pace) and an 8 s throughput window. Detection: the fault to srifty's first decision about it (the "
             "host set aside as slow once the window's optimistic bound misses the deadline). An ssh partition's "

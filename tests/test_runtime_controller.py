@@ -162,6 +162,24 @@ def test_no_alternative_keeps_running_and_logs_why(tmp_path: Path) -> None:
     assert ctl.config.notation() == "1xp3.8xlarge@32"
 
 
+@pytest.mark.parametrize(("hosts_of_type", "carried_on"), [(3, "2xp3.8xlarge@32"), (2, "1xp3.8xlarge@32")])
+@pytest.mark.parametrize("slow", [False, True])
+def test_with_no_alternative_a_lost_host_is_replaced_by_a_spare_of_its_type(
+    tmp_path: Path, hosts_of_type: int, carried_on: str, slow: bool
+) -> None:
+    """The re-plan after a host loss finds nothing: the job carries on at its size when the host file has a spare
+    of the lost host's type (3 hosts for 2 running), and shrinks only when it has none (2 hosts)."""
+    spec = spec_from_mapping(SPEC)
+    config = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
+    log = DecisionLog(tmp_path / "decisions.jsonl")
+    quotas = {("p3.8xlarge", "spot"): hosts_of_type}
+    ctl = Controller(spec, config, FakeReplanner(feasible=False), log, window_s=60.0, quotas=quotas)
+    decision = ctl.on_hosts_lost([("10.0.0.2", "p3.8xlarge", "spot")], 10.0, "no heartbeat", slow=slow)
+    assert decision.action == "no_alternative" and "re-plan found none" in decision.reason
+    assert ctl.config.notation() == carried_on
+    assert ctl.quotas == {("p3.8xlarge", "spot"): hosts_of_type - 1}
+
+
 def test_cost_accumulates_across_configurations(tmp_path: Path) -> None:
     ctl, _ = controller(tmp_path)
     price = ctl.config.price_usd_per_hour()

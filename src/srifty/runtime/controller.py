@@ -323,9 +323,11 @@ class Controller:
             key = (instance_type, market)
             gone[key] = gone.get(key, 0) + 1
             self._quotas[key] = max(0, self._quotas.get(key, 0) - 1)
+        # What carries on if the re-plan finds nothing: each running group at its size where the host file has
+        # spares of its type to stand in for the hosts gone, else shrunk to the hosts left of that type.
         survivors = []
         for g in self._config.groups:
-            left = g.count - gone.get((g.instance.name, g.market), 0)
+            left = min(g.count, self._quotas.get((g.instance.name, g.market), 0))
             if left > 0:
                 survivors.append(ConfigGroup(g.instance, left, g.local_batch, g.market))
         self._settle(now_s)
