@@ -235,7 +235,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.from_results:
         saved = json.loads(RESULTS.read_text())
-        body = _table(saved["runs"], saved["elapsed_s"], saved["machine"], saved.get("note", ""))
+        body = _table(saved["runs"], saved["elapsed_s"], saved["machine"], rerun_note(saved.get("reruns", [])))
         write_section("Multi-host runs under faults (testbed)", body)
         return
     started = time.perf_counter()
@@ -300,21 +300,32 @@ def main() -> None:
             down(name)
     if not args.no_write:
         saved = {"elapsed_s": time.perf_counter() - started, "machine": machine_description(), "runs": results}
-        note = ""
-        if args.only:  # keep the other scenarios' rows from the last full run
+        if args.only:  # keep the other scenarios' rows from the last full run (or the partial runs since)
             old = json.loads(RESULTS.read_text())
             order = [s for s in dict.fromkeys(r["scenario"] for r in old["runs"])] + list(args.only)
             kept = [r for r in old["runs"] if r["scenario"] not in args.only]
             runs = sorted(kept + results, key=lambda r: order.index(r["scenario"]))
-            note = (
-                f"partly rerun: {', '.join(args.only)} with `--only` ({saved['elapsed_s']:.0f} s, "
-                f"{saved['machine']}); the other rows from the run below"
-            )
-            saved = {**old, "runs": runs, "note": note}
+            rerun = {"scenarios": list(args.only), "elapsed_s": saved["elapsed_s"], "machine": saved["machine"]}
+            saved = {**old, "runs": runs, "reruns": [*old.get("reruns", []), rerun]}
+            saved.pop("note", None)
         RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
-        body = _table(saved["runs"], saved["elapsed_s"], saved["machine"], note)
+        body = _table(saved["runs"], saved["elapsed_s"], saved["machine"], rerun_note(saved.get("reruns", [])))
         write_section("Multi-host runs under faults (testbed)", body)
     print(f"done in {time.perf_counter() - started:.0f} s")
+
+
+def rerun_note(reruns: list[dict[str, Any]]) -> str:
+    """Which rows come from which ``--only`` run (a later run of a scenario replaces an earlier one's row), with
+    what a run replaced where its entry says (``before``, written by hand); empty when every row is from the full
+    run."""
+    parts, later = [], set()
+    for rerun in reversed(reruns):
+        still = [s for s in rerun["scenarios"] if s not in later]
+        later.update(rerun["scenarios"])
+        if still:
+            before = f"; before it, {rerun['before']}" if rerun.get("before") else ""
+            parts.append(f"{', '.join(still)} with `--only` ({rerun['elapsed_s']:.0f} s, {rerun['machine']}{before})")
+    return f"partly rerun: {'; '.join(reversed(parts))}; the other rows from the run below" if parts else ""
 
 
 def _median(rows: list[dict[str, Any]], key: str, digits: int = 1) -> str:

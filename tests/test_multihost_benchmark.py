@@ -74,6 +74,21 @@ def test_a_slow_host_is_detected_by_the_first_thing_srifty_does_about_it() -> No
     assert measured["detection_s"] == 8.5 and measured["recovery_s"] == 36.0
 
 
+def test_the_rerun_note_names_each_rows_latest_partial_run() -> None:
+    """A scenario re-run later is credited to the later run only; a run none of whose rows remain is not named."""
+    reruns = [
+        {"scenarios": ["slow", "partition (ssh)"], "elapsed_s": 194.0, "machine": "A, commit a1"},
+        {"scenarios": ["slow"], "elapsed_s": 139.4, "machine": "B, commit b2", "before": "slow was 7.2 s"},
+        {"scenarios": ["vanish"], "elapsed_s": 50.0, "machine": "C, commit c3"},
+        {"scenarios": ["vanish"], "elapsed_s": 60.0, "machine": "D, commit d4"},
+    ]
+    assert mh.rerun_note(reruns) == (
+        "partly rerun: partition (ssh) with `--only` (194 s, A, commit a1); slow with `--only` (139 s, B, commit b2; "
+        "before it, slow was 7.2 s); vanish with `--only` (60 s, D, commit d4); the other rows from the run below"
+    )
+    assert mh.rerun_note([]) == ""
+
+
 def test_prediction_table_reports_mape_against_the_goal() -> None:
     pred = {
         "written_utc": "2026-11-30T18:00:00+00:00",
