@@ -180,6 +180,39 @@ def test_with_no_alternative_a_lost_host_is_replaced_by_a_spare_of_its_type(
     assert ctl.quotas == {("p3.8xlarge", "spot"): hosts_of_type - 1}
 
 
+class DeadlineBoundReplanner(FakeReplanner):
+    """No plan meets a deadline; without one, the fixed synthetic plan."""
+
+    def __call__(self, spec):  # type: ignore[no-untyped-def]
+        self.feasible = spec.deadline_s is None
+        return super().__call__(spec)
+
+
+@pytest.mark.parametrize("loss", ["preemption", "host"])
+def test_with_no_plan_in_time_the_job_carries_on_with_the_vms_left_at_the_global_batch(
+    tmp_path: Path, loss: str
+) -> None:
+    """No configuration meets the deadline after a loss: the job is planned again over the VMs left only (no new
+    ones, a spare of the host file included), fastest first and without deadline or budget, so that its local
+    batches still add up to global_batch; shrinking to the survivors at their old batches would change it."""
+    replanner = DeadlineBoundReplanner()
+    spec = spec_from_mapping({**SPEC, "candidates": [{**SPEC["candidates"][0], "quota": 3}]})
+    config = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
+    quotas = {("p3.8xlarge", "spot"): 3} if loss == "host" else None
+    ctl = Controller(spec, config, replanner, DecisionLog(tmp_path / "d.jsonl"), window_s=60.0, quotas=quotas)
+    if loss == "host":
+        decision = ctl.on_hosts_lost([("10.0.0.2", "p3.8xlarge", "spot")], 10.0, "no heartbeat")
+    else:
+        decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
+    assert decision.action == "no_alternative" and "keeps global_batch 256" in decision.reason
+    in_time, unbound = replanner.calls
+    assert in_time.deadline_s is not None and (unbound.deadline_s, unbound.budget_usd) == (None, None)
+    assert unbound.goal == "min_time"
+    left = 2 if loss == "host" else 1  # the spare stands in for a lost host; a preempted VM is not replaced
+    assert [(c.instance_type, c.market, c.quota) for c in unbound.candidates] == [("p3.8xlarge", "spot", left)]
+    assert ctl.config.global_batch == 256 and decision.config == ctl.config.notation()
+
+
 def test_cost_accumulates_across_configurations(tmp_path: Path) -> None:
     ctl, _ = controller(tmp_path)
     price = ctl.config.price_usd_per_hour()

@@ -503,16 +503,17 @@ class Controller:
         if not plan.feasible or plan.best is None:
             self._next_check_s = now_s + self._tracker.window_s
             reason = plan.infeasibility.message if plan.infeasibility else "no feasible configuration"
+            carry_on = ""
             if force and self._survivors:
-                # Nothing better: carry on with the VMs that are left.
-                self._config = replace(self._config, groups=tuple(self._survivors))
+                # Nothing meets the deadline and budget: carry on with the VMs that are left.
+                carry_on = self._carry_on(remaining)
                 self._config_since_s = now_s
             return self._emit(
                 Decision(
                     now_s,
                     self._iteration,
                     "no_alternative",
-                    f"{why}; re-plan found none: {reason}",
+                    f"{why}; re-plan found none: {reason}{carry_on}",
                     self._config.notation(),
                     details,
                 )
@@ -553,6 +554,38 @@ class Controller:
                     "remaining_budget_usd": remaining.budget_usd,
                 },
             )
+        )
+
+    def _carry_on(self, remaining: JobSpec) -> str:
+        """After a loss with no plan that meets the deadline and budget: run on the VMs left (no new ones), in
+        the fastest configuration whose local batches still add up to ``global_batch``, planned without the
+        deadline and budget; where none does (too little memory left), on the VMs left at their batches, which
+        changes the global batch. Sets the configuration; returns what the decision's reason adds."""
+        left = {(g.instance.name, g.market): g.count for g in self._survivors or ()}
+        candidates = tuple(
+            c.model_copy(update={"quota": min(c.quota, left[(c.instance_type, c.market)])})
+            for c in remaining.candidates
+            if left.get((c.instance_type, c.market), 0) > 0
+        )
+        if candidates:
+            unbound = remaining.model_copy(
+                update={"deadline_s": None, "budget_usd": None, "goal": "min_time", "candidates": candidates}
+            )
+            plan = self._replan_fn(unbound)
+            if plan.feasible and plan.best is not None:
+                self._config = plan.best.config
+                self._survivors = list(plan.best.config.groups)
+                return (
+                    f"; carrying on with {self._config.notation()}, the fastest configuration of the VMs left that "
+                    f"keeps global_batch {self._spec.global_batch} (planned without the deadline and budget)"
+                )
+        self._config = replace(self._config, groups=tuple(self._survivors or ()))
+        if self._config.global_batch == self._spec.global_batch:
+            return f"; carrying on with the VMs left ({self._config.notation()})"
+        return (
+            f"; carrying on with the VMs left at their batches ({self._config.notation()}): no configuration of them "
+            f"adds up to global_batch {self._spec.global_batch}, so each step now takes {self._config.global_batch} "
+            "samples"
         )
 
     def _settle(self, now_s: float) -> None:
