@@ -213,6 +213,34 @@ def test_with_no_plan_in_time_the_job_carries_on_with_the_vms_left_at_the_global
     assert ctl.config.global_batch == 256 and decision.config == ctl.config.notation()
 
 
+class OnlyNewVmsReplanner(FakeReplanner):
+    """No plan meets a deadline, and none of the VMs left alone (planned without the budget) keeps the global
+    batch; new VMs within the budget do (the fixed synthetic plan)."""
+
+    def __call__(self, spec):  # type: ignore[no-untyped-def]
+        self.feasible = spec.deadline_s is None and spec.budget_usd is not None
+        return super().__call__(spec)
+
+
+def test_where_the_vms_left_cannot_keep_the_global_batch_new_ones_within_the_budget_do(tmp_path: Path) -> None:
+    replanner = OnlyNewVmsReplanner()
+    ctl, _ = controller(tmp_path, replanner)
+    decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
+    assert decision.action == "no_alternative" and "within the budget that keeps global_batch 256" in decision.reason
+    in_time, own, within_budget = replanner.calls
+    assert [(c.instance_type, c.quota) for c in own.candidates] == [("p3.8xlarge", 1)]
+    assert within_budget.deadline_s is None and within_budget.budget_usd == in_time.budget_usd
+    assert within_budget.candidates == in_time.candidates and within_budget.goal == "min_time"
+    assert ctl.config.global_batch == 256
+
+
+def test_where_no_configuration_keeps_the_global_batch_the_decision_says_it_changed(tmp_path: Path) -> None:
+    ctl, _ = controller(tmp_path, FakeReplanner(feasible=False))
+    decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
+    assert decision.action == "no_alternative" and "each step now takes 128 samples" in decision.reason
+    assert ctl.config.notation() == "1xp3.8xlarge@32"
+
+
 def test_cost_accumulates_across_configurations(tmp_path: Path) -> None:
     ctl, _ = controller(tmp_path)
     price = ctl.config.price_usd_per_hour()

@@ -557,33 +557,39 @@ class Controller:
         )
 
     def _carry_on(self, remaining: JobSpec) -> str:
-        """After a loss with no plan that meets the deadline and budget: run on the VMs left (no new ones), in
-        the fastest configuration whose local batches still add up to ``global_batch``, planned without the
-        deadline and budget; where none does (too little memory left), on the VMs left at their batches, which
+        """After a loss with no plan that meets the deadline and budget, the job goes on at its ``global_batch``:
+        in the fastest configuration of the VMs left (no new ones; planned without the deadline and budget), else
+        in the fastest one within the budget (new VMs allowed; planned without the deadline), else, where no
+        configuration adds up to ``global_batch`` (too little memory), on the VMs left at their batches, which
         changes the global batch. Sets the configuration; returns what the decision's reason adds."""
         left = {(g.instance.name, g.market): g.count for g in self._survivors or ()}
-        candidates = tuple(
+        own = tuple(
             c.model_copy(update={"quota": min(c.quota, left[(c.instance_type, c.market)])})
             for c in remaining.candidates
             if left.get((c.instance_type, c.market), 0) > 0
         )
-        if candidates:
-            unbound = remaining.model_copy(
-                update={"deadline_s": None, "budget_usd": None, "goal": "min_time", "candidates": candidates}
-            )
-            plan = self._replan_fn(unbound)
+        attempts: list[tuple[dict[str, object], str, str]] = [
+            (
+                {"deadline_s": None, "budget_usd": None, "candidates": own},
+                "the fastest configuration of the VMs left",
+                "planned without the deadline and budget",
+            ),
+            ({"deadline_s": None}, "the fastest configuration within the budget", "planned without the deadline"),
+        ]
+        for update, what, how in attempts if own else attempts[1:]:
+            plan = self._replan_fn(remaining.model_copy(update={**update, "goal": "min_time"}))
             if plan.feasible and plan.best is not None:
                 self._config = plan.best.config
                 self._survivors = list(plan.best.config.groups)
                 return (
-                    f"; carrying on with {self._config.notation()}, the fastest configuration of the VMs left that "
-                    f"keeps global_batch {self._spec.global_batch} (planned without the deadline and budget)"
+                    f"; carrying on with {self._config.notation()}, {what} that keeps global_batch "
+                    f"{self._spec.global_batch} ({how})"
                 )
         self._config = replace(self._config, groups=tuple(self._survivors or ()))
         if self._config.global_batch == self._spec.global_batch:
             return f"; carrying on with the VMs left ({self._config.notation()})"
         return (
-            f"; carrying on with the VMs left at their batches ({self._config.notation()}): no configuration of them "
+            f"; carrying on with the VMs left at their batches ({self._config.notation()}): no configuration "
             f"adds up to global_batch {self._spec.global_batch}, so each step now takes {self._config.global_batch} "
             "samples"
         )
