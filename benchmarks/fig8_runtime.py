@@ -103,8 +103,8 @@ def main() -> None:
             "(no_alternative), and the job went on with the p3.8xlarge left at its old batches, 512 samples "
             'per step instead of 1024, without saying so: deadline "met" in 5 of 5 seeds, median finish 295 s, '
             "for half the samples per step. Since the commit named below a job with no plan in time goes on at its "
-            "global batch (the fastest configuration of the VMs left, else the fastest within the budget, planned "
-            "without the deadline), and the decision says which.",
+            "global batch (in the configuration the planner names closest to the deadline, else the fastest of the "
+            "VMs left, else the fastest within the budget), and the decision says which.",
             "",
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.fig8_runtime` "
             f"({time.perf_counter() - started:.0f} s). "

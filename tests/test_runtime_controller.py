@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -37,16 +38,21 @@ SPEC = {
 
 
 class FakeReplanner:
-    """Records the remaining specs it is asked to plan; answers with a fixed synthetic plan."""
+    """Records the remaining specs it is asked to plan; answers with a fixed synthetic plan (an infeasible one
+    names the configuration closest to the deadline unless ``closest`` is false)."""
 
-    def __init__(self, feasible: bool = True) -> None:
+    def __init__(self, feasible: bool = True, closest: bool = True) -> None:
         self.calls: list = []
         self.feasible = feasible
+        self.closest = closest
 
     def __call__(self, spec):  # type: ignore[no-untyped-def]
         self.calls.append(spec)
         quota = {"t4.4": 4} if self.feasible else {"t4.4": 1}
-        return make_plan(problem(quota, 256, deadline_s=None if self.feasible else 1.0), predictor(), latency_ms)
+        plan = make_plan(problem(quota, 256, deadline_s=None if self.feasible else 1.0), predictor(), latency_ms)
+        if plan.infeasibility is not None and not self.closest:
+            plan = dataclasses.replace(plan, infeasibility=dataclasses.replace(plan.infeasibility, closest=None))
+        return plan
 
 
 def controller(tmp_path: Path, replanner=None, **spec_changes):  # type: ignore[no-untyped-def]
@@ -154,8 +160,18 @@ def test_a_catalog_wide_job_replans_in_its_own_zone_without_the_preempted_type(t
         assert "use1-az4" in (dict(instance.spot_usd_per_hour_by_zone) if c.market == "spot" else instance.zones)
 
 
+def test_with_no_plan_in_time_the_job_goes_on_in_the_configuration_the_planner_names_closest(tmp_path: Path) -> None:
+    replanner = FakeReplanner(feasible=False)
+    ctl, _ = controller(tmp_path, replanner)
+    decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
+    assert len(replanner.calls) == 1  # no other plan is asked for
+    closest = replanner(replanner.calls[-1]).infeasibility.closest.config  # the same plan again
+    assert decision.action == "no_alternative" and "the configuration closest to them" in decision.reason
+    assert ctl.config == closest and decision.config == closest.notation()
+
+
 def test_no_alternative_keeps_running_and_logs_why(tmp_path: Path) -> None:
-    ctl, log = controller(tmp_path, FakeReplanner(feasible=False))
+    ctl, log = controller(tmp_path, FakeReplanner(feasible=False, closest=False))
     decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
     assert decision.action == "no_alternative" and "re-plan found none" in decision.reason
     assert log.read()[-1] == decision
@@ -173,7 +189,7 @@ def test_with_no_alternative_a_lost_host_is_replaced_by_a_spare_of_its_type(
     config = parse_config("2xp3.8xlarge@32[spot]", "us-east-1", catalog=load_catalog())
     log = DecisionLog(tmp_path / "decisions.jsonl")
     quotas = {("p3.8xlarge", "spot"): hosts_of_type}
-    ctl = Controller(spec, config, FakeReplanner(feasible=False), log, window_s=60.0, quotas=quotas)
+    ctl = Controller(spec, config, FakeReplanner(False, closest=False), log, window_s=60.0, quotas=quotas)
     decision = ctl.on_hosts_lost([("10.0.0.2", "p3.8xlarge", "spot")], 10.0, "no heartbeat", slow=slow)
     assert decision.action == "no_alternative" and "re-plan found none" in decision.reason
     assert ctl.config.notation() == carried_on
@@ -181,10 +197,10 @@ def test_with_no_alternative_a_lost_host_is_replaced_by_a_spare_of_its_type(
 
 
 class DeadlineBoundReplanner(FakeReplanner):
-    """No plan meets a deadline; without one, the fixed synthetic plan."""
+    """No plan meets a deadline (and none is named closest); without one, the fixed synthetic plan."""
 
     def __call__(self, spec):  # type: ignore[no-untyped-def]
-        self.feasible = spec.deadline_s is None
+        self.feasible, self.closest = spec.deadline_s is None, False
         return super().__call__(spec)
 
 
@@ -218,7 +234,7 @@ class OnlyNewVmsReplanner(FakeReplanner):
     batch; new VMs within the budget do (the fixed synthetic plan)."""
 
     def __call__(self, spec):  # type: ignore[no-untyped-def]
-        self.feasible = spec.deadline_s is None and spec.budget_usd is not None
+        self.feasible, self.closest = spec.deadline_s is None and spec.budget_usd is not None, False
         return super().__call__(spec)
 
 
@@ -235,7 +251,7 @@ def test_where_the_vms_left_cannot_keep_the_global_batch_new_ones_within_the_bud
 
 
 def test_where_no_configuration_keeps_the_global_batch_the_decision_says_it_changed(tmp_path: Path) -> None:
-    ctl, _ = controller(tmp_path, FakeReplanner(feasible=False))
+    ctl, _ = controller(tmp_path, FakeReplanner(feasible=False, closest=False))
     decision = ctl.on_preemption("p3.8xlarge", "spot", 1, 10.0)
     assert decision.action == "no_alternative" and "each step now takes 128 samples" in decision.reason
     assert ctl.config.notation() == "1xp3.8xlarge@32"

@@ -9,6 +9,7 @@ import pytest
 
 from srifty.evaluate.scenario import run_scenario
 from srifty.spec import load_spec
+from srifty.vocab import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG8 = ROOT / "examples" / "fig8-preemption.yaml"
@@ -27,16 +28,18 @@ def test_figure8_replans_after_the_reclaim_and_meets_the_deadline(tmp_path: Path
     assert len(outcome.configs) == 2 and outcome.configs[1] != outcome.configs[0]
     after = outcome.configs[1]
     assert "2xp3.8xlarge" not in after  # the reclaimed VM is not launched again
-    # Since plans are judged on their distributions (issue 23), the remaining 200 iterations stay on the
-    # surviving VM: new spot VMs (g4dn, judged by the spot model's prior) might not be had in time for the
-    # tight deadline left, so the re-plan finds nothing that meets it at 90 % and the survivor carries on (it
-    # still finishes in time). Before, the lost capacity came back as g4dn.
+    # Since plans are judged on their distributions (issue 23), new spot VMs (g4dn, judged by the spot model's
+    # prior) might not be had in time for the tight deadline left, so the re-plan finds nothing that meets it at
+    # 90 %; the job goes on in the configuration likeliest to finish in time, at its global batch (the survivor
+    # alone at its old batch would halve it) and still finishes in time.
     decisions = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
     actions = [d["action"] for d in decisions]
     assert actions[:2] == ["start", "preempted"] and actions[-1] == "finish" and len(actions) == 4
     replan = decisions[2]
     assert replan["action"] in ("switch", "no_alternative") and replan["iteration"] == 200
     assert "p3.8xlarge preempted" in replan["reason"]
+    assert replan["action"] == "switch" or "closest" in replan["reason"]
+    assert parse_config(after, "us-east-1").global_batch == spec.global_batch == 1024
     if replan["action"] == "switch":
         assert after in replan["reason"] and replan["details"]["remaining_iterations"] == 200
         assert replan["details"]["remaining_deadline_s"] < spec.deadline_s  # type: ignore[operator]

@@ -506,7 +506,7 @@ class Controller:
             carry_on = ""
             if force and self._survivors:
                 # Nothing meets the deadline and budget: carry on with the VMs that are left.
-                carry_on = self._carry_on(remaining)
+                carry_on = self._carry_on(remaining, plan)
                 self._config_since_s = now_s
             return self._emit(
                 Decision(
@@ -556,12 +556,21 @@ class Controller:
             )
         )
 
-    def _carry_on(self, remaining: JobSpec) -> str:
-        """After a loss with no plan that meets the deadline and budget, the job goes on at its ``global_batch``:
-        in the fastest configuration of the VMs left (no new ones; planned without the deadline and budget), else
-        in the fastest one within the budget (new VMs allowed; planned without the deadline), else, where no
-        configuration adds up to ``global_batch`` (too little memory), on the VMs left at their batches, which
-        changes the global batch. Sets the configuration; returns what the decision's reason adds."""
+    def _carry_on(self, remaining: JobSpec, plan: Plan) -> str:
+        """After a loss with no plan that meets the deadline and budget (``plan``), the job goes on at its
+        ``global_batch``: in the configuration the planner names closest to them (the likeliest to finish in
+        time where the deadline binds), else in the fastest configuration of the VMs left (no new ones; planned
+        without the deadline and budget), else in the fastest one within the budget (planned without the
+        deadline), else, where no configuration adds up to ``global_batch``, on the VMs left at their batches,
+        which changes the global batch. Sets the configuration; returns what the decision's reason adds."""
+        closest = plan.infeasibility.closest if plan.infeasibility else None
+        if closest is not None:
+            self._config = closest.config
+            self._survivors = list(closest.config.groups)
+            return (
+                f"; carrying on with {self._config.notation()}, the configuration closest to them, at global_batch "
+                f"{self._spec.global_batch}"
+            )
         left = {(g.instance.name, g.market): g.count for g in self._survivors or ()}
         own = tuple(
             c.model_copy(update={"quota": min(c.quota, left[(c.instance_type, c.market)])})
