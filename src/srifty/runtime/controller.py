@@ -513,7 +513,7 @@ class Controller:
                     now_s,
                     self._iteration,
                     "no_alternative",
-                    f"{why}; re-plan found none: {reason}{carry_on}",
+                    f"{why}; re-plan found none: {reason.rstrip('.') if carry_on else reason}{carry_on}",
                     self._config.notation(),
                     details,
                 )
@@ -558,7 +558,7 @@ class Controller:
 
     def _carry_on(self, remaining: JobSpec, plan: Plan) -> str:
         """After a loss with no plan that meets the deadline and budget (``plan``), the job goes on at its
-        ``global_batch``: in the configuration the planner names closest to them (the likeliest to finish in
+        ``global_batch``: in the configuration the planner names closest to meeting them (the likeliest to finish in
         time where the deadline binds), else in the fastest configuration of the VMs left (no new ones; planned
         without the deadline and budget), else in the fastest one within the budget (planned without the
         deadline), else, where no configuration adds up to ``global_batch``, on the VMs left at their batches,
@@ -568,8 +568,8 @@ class Controller:
             self._config = closest.config
             self._survivors = list(closest.config.groups)
             return (
-                f"; carrying on with {self._config.notation()}, the configuration closest to them, at global_batch "
-                f"{self._spec.global_batch}"
+                f"; carrying on with {self._config.notation()}, the configuration the re-plan names closest, at "
+                f"global_batch {self._spec.global_batch}"
             )
         left = {(g.instance.name, g.market): g.count for g in self._survivors or ()}
         own = tuple(
