@@ -16,7 +16,7 @@ from srifty.compute.profile import PHASES, ParamInfo, PhaseSamples
 
 
 def probe_latency(
-    time_batch: Callable[[int], PhaseSamples], max_batch: int, n_probes: int, flat_floor: bool
+    time_batch: Callable[[int], PhaseSamples], max_batch: int, n_probes: int, flat_floor: bool, rounds: int = 1
 ) -> tuple[tuple[PhaseSamples, ...], dict[str, LatencyModel]]:
     """Time at most ``n_probes`` batches with ``time_batch`` and fit a latency model per phase (ms).
 
@@ -25,10 +25,15 @@ def probe_latency(
         max_batch: the largest batch that fits (always a candidate).
         n_probes: batches to time.
         flat_floor: small batches sit on a latency-bound floor (a GPU; a CPU's curve rises instead).
+        rounds: times each chosen batch is timed, in passes over all of them (the first pass also chooses
+            them), so that a slow spell of a shared machine is spread over every batch instead of moving one;
+            each phase's model is fitted through the robust mean of all its rounds' samples.
 
     Returns:
         The samples, by batch, and the models of ``iter`` and each phase.
     """
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
     samples: dict[int, PhaseSamples] = {}
 
     def iter_ms(batch: int) -> float:
@@ -40,6 +45,11 @@ def probe_latency(
         candidates.append(max_batch)
     latency = {"iter": fit_latency_curve(iter_ms, max_batch, n_probes, candidates, flat_floor=flat_floor)}
     batches = sorted(samples)
+    for _ in range(rounds - 1):
+        for b in batches:
+            samples[b] = samples[b].pooled_with(time_batch(b))
+    if rounds > 1:  # the same fit as the first pass's, through every round's samples
+        latency["iter"] = fit_phase_model(batches, [samples[b].robust_mean_ms("iter") for b in batches], flat_floor)
     for phase in PHASES[:-1]:
         values = [samples[b].robust_mean_ms(phase) for b in batches]
         latency[phase] = fit_phase_model(batches, values, flat_floor=flat_floor)

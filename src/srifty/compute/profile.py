@@ -61,6 +61,20 @@ class PhaseSamples:
     iter_ms: tuple[float, ...]
     peak_bytes: float | None = None
 
+    def pooled_with(self, other: PhaseSamples) -> PhaseSamples:
+        """These samples and ``other``'s (another round at the same batch), with the larger memory peak."""
+        if other.batch != self.batch:
+            raise ValueError(f"cannot pool samples of batch {other.batch} with batch {self.batch}")
+        peaks = [p for p in (self.peak_bytes, other.peak_bytes) if p is not None]
+        return PhaseSamples(
+            self.batch,
+            self.fw_ms + other.fw_ms,
+            self.bw_ms + other.bw_ms,
+            self.step_ms + other.step_ms,
+            self.iter_ms + other.iter_ms,
+            max(peaks) if peaks else None,
+        )
+
     def values(self, phase: str) -> NDArray[np.float64]:
         """The raw samples of ``phase``."""
         return np.asarray(getattr(self, f"{phase}_ms"), dtype=float)

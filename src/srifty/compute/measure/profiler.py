@@ -52,7 +52,10 @@ class ProfileOptions:
             gradient scaler: the timing is the same, the numerics are not a recipe).
         max_probes: batch sizes measured for the latency model (the paper uses 4).
         warmup_iters: iterations discarded at each batch size.
-        timed_iters: iterations kept at each batch size.
+        timed_iters: iterations kept at each batch size, per round.
+        rounds: passes over the probed batch sizes, each timing every one of them again after its warm-up
+            (:func:`srifty.compute.probing.probe_latency`); more rounds spread a shared machine's slow spells
+            over all batches.
         memory_limit_bytes: CPU only: largest peak memory allowed (default: 80% of available memory).
         max_batch_cap: never search beyond this batch (default 64 on CPU, 8192 on GPU).
         bucket_cap_mb: DDP ``bucket_cap_mb`` for the bucket map; ``None`` means DDP's default.
@@ -83,6 +86,7 @@ class ProfileOptions:
     max_probes: int = 4
     warmup_iters: int = 2
     timed_iters: int = 5
+    rounds: int = 1
     memory_limit_bytes: int | None = None
     max_batch_cap: int | None = None
     bucket_cap_mb: float | None = None
@@ -418,6 +422,8 @@ def _check_device(options: ProfileOptions) -> None:
         raise ProfileError(f"unknown precision '{options.precision}' (--precision); use fp32, bf16 or fp16")
     if options.timed_iters < 2:
         raise ProfileError("timed_iters (--iters) must be at least 2, so the spread can be measured")
+    if options.rounds < 1:
+        raise ProfileError(f"rounds (--rounds) must be at least 1, got {options.rounds}")
     if options.op_iters < 1:
         raise ProfileError(f"op_iters (--op-iters) must be at least 1, got {options.op_iters}")
     if options.interference_reps < 1:
@@ -496,7 +502,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
     trainer.release()
     limited_by = "max_batch_cap" if max_batch == cap else ("gpu_memory" if is_cuda else "memory_limit")
 
-    total_iters = options.max_probes * (options.warmup_iters + options.timed_iters)
+    total_iters = options.max_probes * (options.warmup_iters + options.timed_iters) * options.rounds
     probed = 0
 
     def measure(batch: int) -> PhaseSamples:
@@ -512,7 +518,9 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         return PhaseSamples(batch, fw, bwd, st, it, memory_points.get(batch))
 
     # A GPU's small batches sit on a latency-bound floor (host-bound kernel issue); a CPU's curve rises.
-    samples, latency = probe_latency(measure, max_batch, options.max_probes, flat_floor=trainer.is_cuda)
+    samples, latency = probe_latency(
+        measure, max_batch, options.max_probes, flat_floor=trainer.is_cuda, rounds=options.rounds
+    )
     batches = [s.batch for s in samples]
     memory = fit_memory_model(list(memory_points), list(memory_points.values()))
 
@@ -560,7 +568,7 @@ def profile_model(name: str, options: ProfileOptions, progress: ProgressFn | Non
         bucket_cap_mb=options.bucket_cap_mb,
         buckets=tuple(buckets),
         warmup_iters=options.warmup_iters,
-        timed_iters=options.timed_iters,
+        timed_iters=options.timed_iters * options.rounds,  # iterations kept per batch, every round
         timing_method="cuda_events" if is_cuda else "perf_counter",
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         srifty_version=__version__,
