@@ -84,3 +84,19 @@ def test_the_profiler_times_in_rounds_and_says_how_many_iterations_each_batch_ke
     profile = profile_model("srifty.compute.zoo:tiny_mlp", options)
     assert profile.timed_iters == 4
     assert profile.samples and all(len(s.iter_ms) == 4 and len(s.fw_ms) == 4 for s in profile.samples)
+
+
+def test_the_rounds_benchmark_measures_moves_between_every_two_profiles_of_a_way() -> None:
+    from benchmarks import profile_rounds as pr
+
+    a = {b: 100.0 for b in pr.AT_BATCHES}
+    b = {k: 110.0 for k in pr.AT_BATCHES}
+    c = {k: 100.0 for k in pr.AT_BATCHES}
+    changes = pr.moves([a, b, c])  # a-b, a-c, b-c at each batch
+    n = len(pr.AT_BATCHES)
+    assert sorted(changes) == pytest.approx([0.0] * n + [100 / 11] * n + [10.0] * n)
+    runs = [{"way": w, "pair": 0, "iter_ms": {str(k): v for k, v in p.items()}, "seconds": 5.0}
+            for w, _, _ in pr.WAYS for p in (a, b)]  # fmt: skip
+    saved = {"pairs": 2, "quota": 0.45, "elapsed_s": 20.0, "machine": "M", "runs": runs}
+    section = pr.render(saved)
+    assert "| 1 round of 6 | 2 | 10.0% | 10.0% | 5 |" in section and "--pairs 2 --quota 0.45` (20 s)" in section
