@@ -68,6 +68,29 @@ def moves(profiles: list[dict[int, float]]) -> list[float]:
     ]
 
 
+def summary(runs: list[dict]) -> dict[str, tuple[float, float]]:
+    """Each way's median and largest move (%) over ``runs``."""
+    found = {}
+    for label, _, _ in WAYS:
+        profiles = [{int(b): v for b, v in r["iter_ms"].items()} for r in runs if r["way"] == label]
+        changes = moves(profiles)
+        found[label] = (statistics.median(changes), max(changes))
+    return found
+
+
+def drift_pct(runs: list[dict]) -> float:
+    """How much slower the first half of the profiles (both ways, in the order taken) ran than the second: the
+    median over batches of their mean fitted latencies' ratio, minus 1 (%). Drift over minutes, which no
+    timing within one profile can spread."""
+    half = len(runs) // 2
+    ratios = [
+        statistics.mean(r["iter_ms"][str(b)] for r in runs[:half])
+        / statistics.mean(r["iter_ms"][str(b)] for r in runs[half:])
+        for b in AT_BATCHES
+    ]
+    return (statistics.median(ratios) - 1) * 100
+
+
 def render(saved: dict) -> str:
     """The BENCHMARKS.md section from the saved results."""
     rows = []
@@ -98,6 +121,17 @@ def render(saved: dict) -> str:
             "",
             *markdown_table(HEAD, rows),
             "",
+            "Drift: the fitted latencies of the first half of the profiles (both ways, in the order taken) were "
+            f"{drift_pct(saved['runs']):+.1f}% against the second half's (median over the batches), a change over "
+            "minutes that no timing inside one profile can spread; rounds can only even out spells shorter than a "
+            "profile.",
+            *[
+                f"Earlier run ({e['pairs']} pairs, {e['elapsed_s']:.0f} s, {e['machine']}): "
+                + "; ".join(f"{w}: moved median {m:.1f}%, largest {x:.1f}%" for w, (m, x) in summary(e["runs"]).items())
+                + f"; drift {drift_pct(e['runs']):+.1f}%."
+                for e in saved.get("earlier", [])
+            ],
+            "",
             f"Command: `flock /tmp/srifty-cpu.lock python -m benchmarks.profile_rounds --pairs {saved['pairs']} "
             f"--quota {saved['quota']:g}` ({saved['elapsed_s']:.0f} s). Machine: {saved['machine']}.",
         ]
@@ -125,7 +159,9 @@ def main() -> None:
                     print(json.dumps(runs[-1]), flush=True)
     finally:
         remove_cgroups()
+    earlier = json.loads(RESULTS.read_text()) if RESULTS.exists() else None
     saved = {
+        "earlier": ([*earlier.pop("earlier", []), earlier] if earlier else []),
         "pairs": args.pairs,
         "quota": args.quota,
         "elapsed_s": time.perf_counter() - started,
