@@ -44,9 +44,11 @@ FAST = {"heartbeat_timeout_s": 5.0, "lease_s": 10.0, "ckpt_every": 10, "forward_
 #: SLOW_CPU_S of CPU work, so host 1's compute takes about ten times the others'. A milder quota than the 0.02
 #: cores these tests once used: at 0.02 the worker's keep-alive thread (which needs the GIL and a little CPU for
 #: each HTTP post) went silent for over heartbeat_timeout_s on a slower machine, and the host was counted lost
-#: rather than slow (CI, December 2026).
+#: rather than slow (CI, December 2026). The work must put the slowed job well past the tests' 30 s deadline on a
+#: fast machine too: with 0.03 s a quiet machine ran the 45 slowed steps at about 0.5 s each, the optimistic bound
+#: stayed under the deadline, and nothing was set aside.
 SLOW_FAULT = HostFault("slow", 15, 1, 0.1)
-SLOW_CPU_S = "0.03"
+SLOW_CPU_S = "0.06"
 
 
 @pytest.fixture(autouse=True)
@@ -426,9 +428,9 @@ def test_a_slow_host_is_found_by_its_compute_time_and_set_aside(
     if why := unavailable():
         pytest.skip(why)
     doc = yaml.safe_load(spec_path.read_text())
-    doc["deadline_s"] = 30.0  # about 13 s on schedule; host 1 at about 1 s per step needs 45 s more
+    doc["deadline_s"] = 30.0  # about 15 s on schedule; host 1 at 0.6 s or more per step needs 27 s or more
     spec_path.write_text(yaml.safe_dump(doc))
-    monkeypatch.setenv("TRAIN_TINY_CPU_S", SLOW_CPU_S)  # under the fault's 0.1-core quota: 0.3 s of wall time
+    monkeypatch.setenv("TRAIN_TINY_CPU_S", SLOW_CPU_S)  # under the fault's 0.1-core quota: 0.6 s of wall time
     hosts = _hosts(tmp_path, ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
     run_dir = tmp_path / "run"
     # The window must hold MIN_SAMPLES iterations of the slowed job (an 8 s window once held too few)
