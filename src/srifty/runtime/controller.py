@@ -505,7 +505,7 @@ class Controller:
             reason = plan.infeasibility.message if plan.infeasibility else "no feasible configuration"
             carry_on = ""
             if force and self._survivors:
-                # Nothing meets the deadline and budget: carry on with the VMs that are left.
+                # Nothing meets the deadline and budget: carry on at the global batch (see _carry_on).
                 carry_on = self._carry_on(remaining, plan)
                 self._config_since_s = now_s
             return self._emit(
