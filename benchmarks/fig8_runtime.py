@@ -75,8 +75,8 @@ def main() -> None:
     met = sum(1 for _, o, _, _ in rows if o.met_deadline)
     caveat = (
         f" In {shrunk} of {len(rows)} seeds no configuration met the deadline with the required probability and "
-        f"none of the VMs left adds up to global_batch {base.global_batch} (one p3.8xlarge's 4 GPUs would need "
-        f"{base.global_batch // 4} samples each): the job went on at fewer samples per step, which the decision "
+        f"no configuration adds up to global_batch {base.global_batch}: the job went on at fewer samples per "
+        "step, which the decision "
         "states (before the commit named below, silently); such a finish time is for a smaller global batch, not "
         "the job as specified."
         if shrunk

@@ -68,12 +68,16 @@ def moves(profiles: list[dict[int, float]]) -> list[float]:
     ]
 
 
+def profiles_of(runs: list[dict], label: str) -> list[dict[int, float]]:
+    """The fitted latencies (ms by batch) of the profiles of way ``label``, in the order taken."""
+    return [{int(b): v for b, v in r["iter_ms"].items()} for r in runs if r["way"] == label]
+
+
 def summary(runs: list[dict]) -> dict[str, tuple[float, float]]:
     """Each way's median and largest move (%) over ``runs``."""
     found = {}
     for label, _, _ in WAYS:
-        profiles = [{int(b): v for b, v in r["iter_ms"].items()} for r in runs if r["way"] == label]
-        changes = moves(profiles)
+        changes = moves(profiles_of(runs, label))
         found[label] = (statistics.median(changes), max(changes))
     return found
 
@@ -94,18 +98,19 @@ def drift_pct(runs: list[dict]) -> float:
 def render(saved: dict) -> str:
     """The BENCHMARKS.md section from the saved results."""
     rows = []
+    moved = summary(saved["runs"])
     for label, _, _ in WAYS:
-        runs = [r for r in saved["runs"] if r["way"] == label]
-        profiles = [{int(b): v for b, v in r["iter_ms"].items()} for r in runs]
-        changes = moves(profiles)
+        profiles = profiles_of(saved["runs"], label)
+        seconds = [r["seconds"] for r in saved["runs"] if r["way"] == label]
         by_batch = "; ".join(f"{b}: " + ", ".join(f"{p[b]:.0f}" for p in profiles) for b in AT_BATCHES)
+        median, largest = moved[label]
         rows.append(
             [
                 label,
-                str(len(runs)),
-                f"{statistics.median(changes):.1f}%",
-                f"{max(changes):.1f}%",
-                f"{statistics.median(r['seconds'] for r in runs):.0f}",
+                str(len(profiles)),
+                f"{median:.1f}%",
+                f"{largest:.1f}%",
+                f"{statistics.median(seconds):.0f}",
                 by_batch,
             ]
         )
