@@ -7,7 +7,8 @@ the BENCHMARKS.md section "Compute/communication interference (measured)": per p
 allreduce of the model's own DDP buckets slows backward and how much compute slows the allreduce (medians
 over repetitions, with their range), and a check on the device itself: backward with each bucket
 allreduced as soon as its gradients are ready (DDP's overlap, over loopback) against what the measured
-factors predict for it (:func:`srifty.sim.overlap.simulate_overlap`) and what perfect overlap predicts.
+factors predict for it (:func:`srifty.sim.overlap.simulate_overlap`), what perfect overlap predicts, and what the
+additive baseline (APM: backward, then every allreduce, nothing overlapped) predicts.
 Nothing is measured here: ``python -m benchmarks.interference`` (seconds).
 """
 
@@ -32,9 +33,10 @@ FOLDERS = (
 )
 
 
-def ddp_check(profile: Profile, rep: InterferenceRepetition) -> tuple[float, float]:
-    """``(with the measured factors, with perfect overlap)``: the predicted end (ms) of one backward with DDP's
-    bucket launches over loopback, from this repetition's backward and allreduce alone."""
+def ddp_check(profile: Profile, rep: InterferenceRepetition) -> tuple[float, float, float]:
+    """``(with the measured factors, with perfect overlap, additive)``: the predicted end (ms) of one backward with
+    DDP's bucket launches over loopback, from this repetition's backward and allreduce alone. *Additive* is APM's
+    rule: the allreduces start when backward ends (``t_bwd + t_comm``)."""
     if profile.interference is None:
         raise ValueError(f"{profile.model} has no interference measurement")
     sizes = np.array(profile.interference.bucket_bytes, dtype=float)
@@ -45,13 +47,14 @@ def ddp_check(profile: Profile, rep: InterferenceRepetition) -> tuple[float, flo
     factors = profile.interference.factors()
     measured = simulate_overlap(fracs, sizes, rates, float("inf"), t_bwd, factors, "sequential").end_s
     perfect = max(t_bwd, simulate_allreduce(fracs * t_bwd, sizes, rates, float("inf"), "sequential").end_s)
-    return measured * 1e3, perfect * 1e3
+    return measured * 1e3, perfect * 1e3, rep.bwd_alone_ms + rep.comm_alone_ms
 
 
 def rows() -> list[list[str]]:
     """One table row per profile with an interference measurement."""
     out = []
-    checks: dict[str, dict[str, list[float]]] = {}  # by device: errors with the factors, with perfect overlap
+    checks: dict[str, dict[str, list[float]]] = {}  # by device: |errors| (%) of each way of predicting
+    ways = ("factors", "perfect", "additive")
     for folder, pattern in FOLDERS:
         for path in sorted(folder.glob(pattern)):
             profile = load_profile(path)
@@ -62,10 +65,10 @@ def rows() -> list[list[str]]:
             med = statistics.median
             predicted = [ddp_check(profile, r) for r in m.repetitions]
             ddp = med(r.ddp_end_ms for r in m.repetitions)
-            with_factors, perfect = med(p[0] for p in predicted), med(p[1] for p in predicted)
-            device = checks.setdefault(profile.device.label, {"factors": [], "perfect": []})
-            device["factors"].append(abs(with_factors / ddp - 1) * 100)
-            device["perfect"].append(abs(perfect / ddp - 1) * 100)
+            medians = [med(p[i] for p in predicted) for i in range(len(ways))]
+            device = checks.setdefault(profile.device.label, {way: [] for way in ways})
+            for way, predicted_ms in zip(ways, medians, strict=True):
+                device[way].append(abs(predicted_ms / ddp - 1) * 100)
             quota = "none" if m.cpu_quota_cores is None else f"{m.cpu_quota_cores:g}"
             cores = f"{med(r.bwd_alone_cores for r in m.repetitions):.2f} / "
             cores += f"{med(r.comm_alone_cores for r in m.repetitions):.2f}"
@@ -74,10 +77,10 @@ def rows() -> list[list[str]]:
                 str(len(m.repetitions)), f"{b.median:.2f} [{b.low:.2f}–{b.high:.2f}]",
                 f"{c.median:.2f} [{c.low:.2f}–{c.high:.2f}]", f"{med(r.bwd_alone_ms for r in m.repetitions):.0f}",
                 f"{med(r.comm_alone_ms for r in m.repetitions):.0f}", cores, f"{ddp:.0f}",
-                f"{with_factors:.0f} ({with_factors / ddp - 1:+.0%})", f"{perfect:.0f} ({perfect / ddp - 1:+.0%})",
+                *(f"{ms:.0f} ({ms / ddp - 1:+.0%})" for ms in medians),
             ])  # fmt: skip
     for label, device in checks.items():
-        means = [f"{statistics.fmean(device[key]):.0f}%" for key in ("factors", "perfect")]
+        means = [f"{statistics.fmean(device[way]):.0f}%" for way in ways]
         out.append([f"**mean \\|error\\|, {label}**", *[""] * 10, *means])
     return out
 
@@ -88,9 +91,10 @@ def render() -> str:
         "| profile (benchmark) | device | CPU quota (cores) | batch | repetitions | backward slowed by communication "
         "| communication slowed by compute | backward alone (ms) | allreduce alone, loopback (ms) | CPU used alone: "
         "backward / allreduce (cores) | DDP overlap measured (ms) | predicted, measured factors | predicted, "
-        "perfect overlap |"
+        "perfect overlap | predicted, additive (APM) |"
     )
-    table = [head, "|" + "---|" * 13, *("| " + " | ".join(r) + " |" for r in rows())]
+    body = rows()
+    table = [head, "|" + "---|" * 14, *("| " + " | ".join(r) + " |" for r in body)]
     return "\n".join([
         "What `srifty profile` measured on this machine (CPU, one torch thread, under each emulated type's cgroup CPU "
         "quota) and on the H200 lent in session 13 (`benchmarks.h200_profiles`; no quota, 16 host cores; the "
@@ -98,18 +102,41 @@ def render() -> str:
         "two GPUs) with a loopback gloo peer that leaves the quota (it stands for another VM): backward alone; one "
         "round of allreduces of the model's DDP buckets alone; backward while the allreduce runs throughout "
         "(*backward slowed*: with over alone); one round while compute runs throughout (*communication slowed*). "
-        "Medians over the repetitions, [range]. The last three columns check the factors on the device itself: one "
+        "Medians over the repetitions, [range]. The last four columns check the factors on the device itself: one "
         "backward with each bucket allreduced as soon as its gradients are ready (DDP's overlap), against the "
-        "factors' prediction from the same repetition's times alone, and against perfect overlap. The simulator "
+        "factors' prediction from the same repetition's times alone, against perfect overlap, and against the "
+        "additive baseline's rule (APM: the allreduces after backward, `t_bwd + t_comm`). The simulator "
         "uses these factors in place of `max(t_bwd, t_pe)` (`srifty.sim.overlap`).",
         "",
         *table,
+        "",
+        lead_line(body),
         "",
         "Command: `python -m benchmarks.interference` (reads the profiles the end-to-end, multi-host and H200 "
         f"benchmarks measured; nothing measured). Machine: {machine_description()}.",
         "",
         BEFORE,
     ])  # fmt: skip
+
+
+def lead_line(body: list[list[str]]) -> str:
+    """One sentence per device from the table's mean rows: the overlap model against the additive rule."""
+    parts, lead = [], {}
+    for row in body:
+        if row[0].startswith("**mean"):
+            device = row[0].removeprefix("**mean \\|error\\|, ").removesuffix("**")
+            factors, perfect, additive = row[-3:]
+            parts.append(f"{device}: measured factors {factors}, perfect overlap {perfect}, additive {additive}")
+            lead[device] = float(additive.rstrip("%")) - float(factors.rstrip("%"))
+    line = "Mean |error| of the DDP-overlap check by device, " + "; ".join(parts) + "."
+    gpu_leads = [v > 0 for k, v in lead.items() if k != "cpu"]
+    if gpu_leads and all(gpu_leads) and lead.get("cpu", 1.0) <= 0:
+        line += (
+            " On the GPU backward and the exchange overlap, as srifty's iteration model has them and APM's does "
+            "not; under a CPU quota the two share one budget of CPU time and run nearly one after the other, as "
+            "the additive rule assumes."
+        )
+    return line
 
 
 #: The same command's figures over the CPU profiles measured earlier on another machine (kept for comparison).
