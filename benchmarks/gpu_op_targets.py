@@ -22,7 +22,9 @@ over an on-chip feed rate (``intensity.*`` FLOPs per byte of the memory bandwidt
 against the sum of the two byte terms. The idea: a 1×1 convolution streams its tensors at about 0.8 of the
 bandwidth (the H200 profiles' per-op times) while the shipped model adds the operand term to them. ``--public``
 puts the public rows in the fit as the bundled calibration does, and reports their held-out MAPE too (about 5
-minutes a variant instead of 20-80 s). Figures: :mod:`srifty.compute.gemm`'s docstring.
+minutes a variant instead of 20-80 s). ``--tensor-split-k K`` splits tensor-core products along ``k`` down to ``K``
+steps a block (:data:`srifty.compute.gpu_model.TENSOR_SPLIT_K_MIN`, off as shipped). Figures:
+:mod:`srifty.compute.gemm`'s docstring.
 """
 
 from __future__ import annotations
@@ -174,7 +176,12 @@ def main() -> None:
     parser.add_argument("--pricing", choices=("shipped", "three-bottlenecks"), default="shipped")
     parser.add_argument("--public", action="store_true", help="the public rows in the fit too (slower)")
     parser.add_argument("--only", nargs="*", help="only the variants whose label starts with one of these")
+    parser.add_argument(
+        "--tensor-split-k", type=float, help="split tensor-core products along k down to this many steps a block"
+    )
     args = parser.parse_args()
+    if args.tensor_split_k:
+        gpu_model.TENSOR_SPLIT_K_MIN = args.tensor_split_k
     if args.pricing == "three-bottlenecks":
         use_three_bottlenecks()
     gpu_fit._residuals = _with_op_cases(gpu_fit._residuals)  # this process only

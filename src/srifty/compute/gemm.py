@@ -77,6 +77,13 @@ figures. With them, tensor-core split-K at 65,536 or 16,384 ``k`` steps (H200 da
 15.9%, vgg16 33.4% and 42.0%: vgg16's backward is not a weight gradient's idle SMs alone; three bottlenecks
 15.6% but public rows 33.0%.
 
+Session 20 tried the two corrections together, since each per-op fact says the fit trades one class's error
+for the other's (``python -m benchmarks.gpu_op_targets --tensor-split-k 65536``, H200 data only, released curves
+/ the 7 profiled models as held out, against 18.3% / 12.8% as shipped and 16.7% / 14.7% for normalisation
+targets without split-K): split-K alone 19.7% / 13.0% (vgg16 35.2%); with normalisation targets 17.7% / 13.9%
+(vgg16 18.5%, resnet50 25.2%); with normalisation and convolution targets 18.1% / 13.4% at weight 1 and 17.7% /
+13.5% at 0.5. Split-K adds nothing the targets did not already give, and none was adopted.
+
 Pure numpy.
 """
 
