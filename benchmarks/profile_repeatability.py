@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks import profile_rounds
 from benchmarks.common import ROOT, commit_of, machine_description, markdown_table, write_section
 from srifty.compute import load_profile
 
@@ -151,13 +152,29 @@ def render(run_commit: str, profiles_at: str) -> str:
             "",
             *markdown_table(["benchmark", "profile", "batch: earlier → last"], prof_table),
             "",
-            "Where the profiles move more than the runs, a likely reason (not tested here): a run's case is timed in "
-            "three repetitions spread over the benchmark's span, a profile's batch in one stretch of seconds, so a "
-            "slow spell of this shared VM can move one probed batch and not the others.",
+            rounds_line(),
             "",
             f"Command: `python -m benchmarks.profile_repeatability --run-commit {run_commit} --profiles-at "
             f"{profiles_at}` (seconds). Machine: {machine_description()}.",
         ]
+    )
+
+
+def rounds_line() -> str:
+    """Why the profiles move more than the runs, with what ``benchmarks.profile_rounds`` measured of it."""
+    line = (
+        "Where the profiles move more than the runs: a run's case is timed in three repetitions spread over the "
+        "benchmark's span, a profile's batch in one stretch of seconds."
+    )
+    if not profile_rounds.RESULTS.exists():
+        return line
+    runs = json.loads(profile_rounds.RESULTS.read_text())["runs"]
+    (one, (one_median, _)), (more, (more_median, _)) = profile_rounds.summary(runs).items()
+    return line + (
+        f' Timing each batch in rounds spread over the profile does not remove it: "{profile_rounds.SECTION}" '
+        f"found one model's profiles moving by a median {one_median:.1f}% ({one}) and {more_median:.1f}% ({more}), "
+        f"its first half {profile_rounds.drift_pct(runs):+.1f}% against its second (the machine's speed drifting "
+        "over minutes): a profile measures the machine in the minutes it runs."
     )
 
 

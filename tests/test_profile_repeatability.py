@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks import profile_repeatability, profile_rounds
 from benchmarks.profile_repeatability import RESULTS, _summary, profile_rows, run_rows
 
 
@@ -42,3 +45,24 @@ def test_a_quantity_with_nothing_to_compare_says_so() -> None:
 def test_a_profiles_revision_git_does_not_know_is_a_one_line_error() -> None:
     with pytest.raises(SystemExit, match="--profiles-at no-such-rev: git knows no such commit"):
         profile_rows("bench", RESULTS / "end_to_end_profiles", "no-such-rev")
+
+
+def test_the_reason_line_quotes_the_rounds_benchmark_from_its_saved_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(profile_rounds, "RESULTS", tmp_path / "missing.json")
+    assert "rounds" not in profile_repeatability.rounds_line()  # no measurement, no claim
+    runs = [
+        {"way": way, "iter_ms": {str(b): ms * b for b in profile_rounds.AT_BATCHES}, "seconds": 1.0}
+        for way, ms in (
+            ("1 round of 6", 10.0),
+            ("3 rounds of 2", 10.0),
+            ("1 round of 6", 12.0),
+            ("3 rounds of 2", 11.0),
+        )
+    ]
+    (tmp_path / "rounds.json").write_text(json.dumps({"runs": runs}))
+    monkeypatch.setattr(profile_rounds, "RESULTS", tmp_path / "rounds.json")
+    line = profile_repeatability.rounds_line()
+    assert "median 20.0% (1 round of 6) and 10.0% (3 rounds of 2)" in line
+    assert "-13.0% against its second" in line  # (10 + 10) / (12 + 11) - 1
